@@ -1,0 +1,240 @@
+//! Private learners as values that carry their privacy guarantee (OpenDP style).
+//!
+//! A [`Mechanism`] is constructed from its parameters (ε, δ, λ, …), validated at construction, and
+//! knows its [`PrivacyGuarantee`] before it touches any data: accounting composes these values and
+//! never re-derives them. [`Mechanism::release`] trains on a [`Dataset`] with noise from a
+//! [`NoiseSource`] and returns a [`Release`]: the weights plus [`ReleaseMetadata`] saying which
+//! paper, algorithm and equation produced them, under which neighbour relation and assumptions, and
+//! whether the noise was seeded (invariant 4).
+//!
+//! Mechanisms (one file each, tests beside them):
+//! - [`objective_perturbation`]: ε-DP, Chaudhuri, Monteleoni & Sarwate 2011 Algorithm 2.
+//! - [`objective_perturbation_gaussian`]: (ε, δ)-DP, seed 001 Algorithm 1 line 5 (Kifer, Smith &
+//!   Thakurta 2012).
+//!
+//! Every mechanism here assumes ||x||₂ ≤ 1 for every row (guaranteed by schema normalisation) and
+//! refuses to release otherwise.
+
+pub mod objective_perturbation;
+pub mod objective_perturbation_gaussian;
+
+use crate::dataset::Dataset;
+use crate::noise::NoiseSource;
+use crate::solver::SolverError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub use objective_perturbation::ObjectivePerturbation;
+pub use objective_perturbation_gaussian::GaussianObjectivePerturbation;
+
+/// Which datasets count as neighbours in the guarantee.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NeighbourRelation {
+    /// D and D′ have the same size and differ in one record (seed 001 §2.1).
+    ReplaceOne,
+    /// D′ is D with one record added or removed.
+    AddRemoveOne,
+}
+
+impl std::fmt::Display for NeighbourRelation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::ReplaceOne => "replace-one",
+            Self::AddRemoveOne => "add/remove-one",
+        })
+    }
+}
+
+/// An (ε, δ)-DP guarantee under a stated neighbour relation (seed 001 Definition 2.1).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PrivacyGuarantee {
+    /// ε ≥ 0.
+    pub epsilon: f64,
+    /// δ ∈ [0, 1).
+    pub delta: f64,
+    /// Neighbour relation the guarantee is stated under.
+    pub relation: NeighbourRelation,
+}
+
+/// What the privacy proof of a mechanism assumes about data and loss.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Assumptions {
+    /// Every feature vector satisfies ||x||₂ ≤ this (1 for all mechanisms here).
+    pub max_row_norm: f64,
+    /// ζ: bound on ||∇ℓ(θ; d)||₂ (1 for logistic loss with ||x|| ≤ 1).
+    pub loss_gradient_bound: f64,
+    /// c = λ_max: bound on the eigenvalues of ∇²ℓ(θ; d) (1/4 for logistic loss with ||x|| ≤ 1).
+    pub loss_hessian_bound: f64,
+}
+
+/// The assumptions shared by the logistic-loss mechanisms: ||x|| ≤ 1, ζ = 1, λ_max = c = 1/4.
+pub const LOGISTIC_UNIT_BALL: Assumptions = Assumptions {
+    max_row_norm: 1.0,
+    loss_gradient_bound: 1.0,
+    loss_hessian_bound: 0.25,
+};
+
+/// Everything a consumer of a released learner needs to know about how it was made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseMetadata {
+    /// Mechanism identifier, e.g. `objective-perturbation`.
+    pub mechanism: String,
+    /// The paper, algorithm and equation implemented.
+    pub reference: String,
+    /// Mechanism parameters (λ, ε′, Δ, noise scale, …) by name.
+    pub parameters: BTreeMap<String, f64>,
+    /// The guarantee this release satisfies.
+    pub guarantee: PrivacyGuarantee,
+    /// What the proof of that guarantee assumes.
+    pub assumptions: Assumptions,
+    /// Number of training rows (public under replace-one neighbours).
+    pub n: usize,
+    /// Dimension of θ.
+    pub dim: usize,
+    /// True when the noise came from a seeded generator: such a release gives NO privacy.
+    pub seeded: bool,
+}
+
+/// A released learner: linear weights θ (classifier sign⟨θ, x⟩) and its metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Release {
+    /// The weights.
+    pub theta: Vec<f64>,
+    /// How they were produced.
+    pub metadata: ReleaseMetadata,
+}
+
+/// Why a mechanism could not be built or could not release.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MechanismError {
+    /// A parameter is outside its valid range.
+    #[error("invalid {name} = {value}: {requirement}")]
+    InvalidParameter {
+        /// Parameter name.
+        name: &'static str,
+        /// The value given.
+        value: f64,
+        /// What it must satisfy.
+        requirement: &'static str,
+    },
+    /// The data violates the norm bound the privacy proof assumes.
+    #[error(
+        "a feature vector has norm {norm} > {bound}: the privacy proof does not cover this data (normalise it with a schema)"
+    )]
+    NormBoundViolated {
+        /// The largest norm found.
+        norm: f64,
+        /// The bound assumed.
+        bound: f64,
+    },
+    /// Training data is empty.
+    #[error("cannot release a learner trained on no data")]
+    EmptyData,
+    /// The optimiser failed; nothing is released.
+    #[error(transparent)]
+    Solver(#[from] SolverError),
+}
+
+/// A differentially private learner.
+pub trait Mechanism: Send + Sync {
+    /// Stable identifier, e.g. `objective-perturbation`.
+    fn name(&self) -> &'static str;
+    /// The guarantee any release of this mechanism satisfies, known before seeing data.
+    fn guarantee(&self) -> PrivacyGuarantee;
+    /// Trains on `data` and returns the private learner.
+    fn release(&self, data: &Dataset, noise: &mut NoiseSource) -> Result<Release, MechanismError>;
+}
+
+/// Checks the preconditions shared by all mechanisms: non-empty data within the norm bound.
+pub(crate) fn check_data(data: &Dataset, assumptions: &Assumptions) -> Result<(), MechanismError> {
+    if data.is_empty() {
+        return Err(MechanismError::EmptyData);
+    }
+    let norm = data.max_row_norm();
+    // Allow one ulp-scale slack for rounding in normalisation; anything more is a real violation.
+    if norm > assumptions.max_row_norm * (1.0 + 1e-12) {
+        return Err(MechanismError::NormBoundViolated {
+            norm,
+            bound: assumptions.max_row_norm,
+        });
+    }
+    Ok(())
+}
+
+/// Validates ε > 0 (finite).
+pub(crate) fn check_epsilon(epsilon: f64) -> Result<(), MechanismError> {
+    if epsilon.is_finite() && epsilon > 0.0 {
+        Ok(())
+    } else {
+        Err(MechanismError::InvalidParameter {
+            name: "epsilon",
+            value: epsilon,
+            requirement: "must be a finite number > 0",
+        })
+    }
+}
+
+/// Validates λ > 0 (finite): the proofs need a strongly convex regulariser.
+pub(crate) fn check_lambda(lambda: f64) -> Result<(), MechanismError> {
+    if lambda.is_finite() && lambda > 0.0 {
+        Ok(())
+    } else {
+        Err(MechanismError::InvalidParameter {
+            name: "lambda",
+            value: lambda,
+            requirement: "must be a finite number > 0",
+        })
+    }
+}
+
+/// Samples a direction uniformly on the unit sphere in ℝᵖ (normalised standard Gaussian).
+pub(crate) fn uniform_direction(dim: usize, rng: &mut NoiseSource) -> Vec<f64> {
+    use rand::RngExt;
+    use rand_distr::StandardNormal;
+    loop {
+        let v: Vec<f64> = (0..dim).map(|_| rng.sample(StandardNormal)).collect();
+        let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if norm > 0.0 {
+            return v.into_iter().map(|x| x / norm).collect();
+        }
+    }
+}
+
+/// The mechanisms a user can name (CLI, config, RPC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MechanismKind {
+    /// Objective perturbation: ε-DP (CMS 2011 Alg. 2) when δ = 0, else (ε, δ)-DP (KST 2012).
+    ObjectivePerturbation,
+}
+
+impl MechanismKind {
+    /// All kinds with their command-line names.
+    pub const ALL: [(&'static str, MechanismKind); 1] = [(
+        "objective-perturbation",
+        MechanismKind::ObjectivePerturbation,
+    )];
+
+    /// Parses a command-line name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
+    }
+
+    /// Builds the mechanism for one privacy level. `delta = 0` selects the pure ε-DP variant.
+    pub fn build(
+        self,
+        epsilon: f64,
+        delta: f64,
+        lambda: f64,
+    ) -> Result<Box<dyn Mechanism>, MechanismError> {
+        match self {
+            Self::ObjectivePerturbation if delta == 0.0 => {
+                Ok(Box::new(ObjectivePerturbation::new(epsilon, lambda)?))
+            }
+            Self::ObjectivePerturbation => Ok(Box::new(GaussianObjectivePerturbation::new(
+                epsilon, delta, lambda,
+            )?)),
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! ε-DP objective perturbation for L2-regularised logistic regression.
+//!
+//! Implements Chaudhuri, Monteleoni & Sarwate, "Differentially Private Empirical Risk
+//! Minimization", JMLR 12 (2011), **Algorithm 2** (cited by seed 001 as [10] and used for all its
+//! experiments, §5), for the logistic loss with c = 1/4:
+//!
+//! 1. ε′ = ε − log(1 + 2c/(nλ) + c²/(n²λ²)).
+//! 2. If ε′ > 0 then Δ = 0; otherwise Δ = c / (n(e^{ε/4} − 1)) − λ and ε′ = ε/2.
+//! 3. Draw b with density ν(b) ∝ exp(−ε′||b||₂/2): its norm is Gamma(p, 2/ε′) (shape p, scale
+//!    2/ε′) and its direction is uniform on the sphere (seed 001 Algorithm 1 line 3 with ζ = 1).
+//! 4. Release θ = argmin (1/n)Σᵢ log(1 + exp(−yᵢ⟨θ,xᵢ⟩)) + (λ/2)||θ||² + (1/n)bᵀθ + (Δ/2)||θ||².
+//!
+//! **Guarantee:** ε-DP (δ = 0) under the replace-one neighbour relation (CMS 2011 Theorem 9).
+//! **Assumptions:** every row has ||x||₂ ≤ 1; the loss is the logistic loss, differentiable with
+//! |ℓ′| ≤ 1 and |ℓ″| ≤ c = 1/4; the regulariser (λ/2)||θ||² is 1-strongly convex in units of λ with
+//! λ > 0 and applies to every coordinate of θ (including the intercept column). The minimisation
+//! must be exact: the solver converges to ||∇F|| ≤ 1e-8 and a failure releases nothing.
+
+use super::{
+    Assumptions, LOGISTIC_UNIT_BALL, Mechanism, MechanismError, NeighbourRelation, NoiseSource,
+    PrivacyGuarantee, Release, ReleaseMetadata,
+};
+use crate::dataset::Dataset;
+use crate::logistic::Penalty;
+use crate::solver::{SolverOptions, minimise};
+use rand::RngExt;
+use rand_distr::Gamma;
+use std::collections::BTreeMap;
+
+/// Identifier used in release metadata and on the command line.
+pub const NAME: &str = "objective-perturbation";
+
+/// The CMS 2011 Algorithm 2 mechanism with fixed ε and λ.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ObjectivePerturbation {
+    epsilon: f64,
+    lambda: f64,
+}
+
+/// The data-size-dependent constants of Algorithm 2 (steps 1–2). n is public.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Calibration {
+    /// ε′, the privacy parameter spent on the noise density.
+    pub epsilon_prime: f64,
+    /// Δ, the extra quadratic regulariser.
+    pub delta_extra: f64,
+}
+
+impl ObjectivePerturbation {
+    /// Bound c on the second derivative of the logistic loss.
+    pub const C: f64 = 0.25;
+
+    /// A mechanism for the given ε > 0 and regulariser λ > 0.
+    pub fn new(epsilon: f64, lambda: f64) -> Result<Self, MechanismError> {
+        super::check_epsilon(epsilon)?;
+        super::check_lambda(lambda)?;
+        Ok(Self { epsilon, lambda })
+    }
+
+    /// ε.
+    pub fn epsilon(&self) -> f64 {
+        self.epsilon
+    }
+
+    /// λ.
+    pub fn lambda(&self) -> f64 {
+        self.lambda
+    }
+
+    /// Steps 1–2 of Algorithm 2 for a dataset of `n` rows.
+    pub fn calibrate(&self, n: usize) -> Calibration {
+        let (c, l, nf) = (Self::C, self.lambda, n as f64);
+        let slack = (1.0 + 2.0 * c / (nf * l) + c * c / (nf * nf * l * l)).ln();
+        let epsilon_prime = self.epsilon - slack;
+        if epsilon_prime > 0.0 {
+            Calibration {
+                epsilon_prime,
+                delta_extra: 0.0,
+            }
+        } else {
+            let delta_extra = c / (nf * (self.epsilon / 4.0).exp_m1()) - l;
+            Calibration {
+                epsilon_prime: self.epsilon / 2.0,
+                delta_extra,
+            }
+        }
+    }
+
+    /// Step 3: b with density ∝ exp(−ε′||b||/2) in ℝᵈⁱᵐ.
+    pub fn sample_perturbation(
+        dim: usize,
+        calibration: &Calibration,
+        rng: &mut NoiseSource,
+    ) -> Vec<f64> {
+        let gamma = Gamma::new(dim as f64, 2.0 / calibration.epsilon_prime)
+            .expect("shape p ≥ 1 and scale 2/ε′ > 0 are valid");
+        let norm: f64 = rng.sample(gamma);
+        super::uniform_direction(dim, rng)
+            .into_iter()
+            .map(|u| u * norm)
+            .collect()
+    }
+}
+
+impl Mechanism for ObjectivePerturbation {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn guarantee(&self) -> PrivacyGuarantee {
+        PrivacyGuarantee {
+            epsilon: self.epsilon,
+            delta: 0.0,
+            relation: NeighbourRelation::ReplaceOne,
+        }
+    }
+
+    fn release(&self, data: &Dataset, noise: &mut NoiseSource) -> Result<Release, MechanismError> {
+        let assumptions: Assumptions = LOGISTIC_UNIT_BALL;
+        super::check_data(data, &assumptions)?;
+        let cal = self.calibrate(data.len());
+        let b = Self::sample_perturbation(data.dim(), &cal, noise);
+        let penalty = Penalty {
+            mu: self.lambda + cal.delta_extra,
+            linear: Some(&b),
+        };
+        let fit = minimise(data, penalty, SolverOptions::default())?;
+        let parameters = BTreeMap::from([
+            ("lambda".to_owned(), self.lambda),
+            ("c".to_owned(), Self::C),
+            ("epsilon_prime".to_owned(), cal.epsilon_prime),
+            ("delta_extra_regulariser".to_owned(), cal.delta_extra),
+        ]);
+        Ok(Release {
+            theta: fit.theta,
+            metadata: ReleaseMetadata {
+                mechanism: NAME.to_owned(),
+                reference: "Chaudhuri, Monteleoni & Sarwate 2011 (JMLR) Algorithm 2; seed 001 Algorithm 1 (delta = 0)".to_owned(),
+                parameters,
+                guarantee: self.guarantee(),
+                assumptions,
+                n: data.len(),
+                dim: data.dim(),
+                seeded: noise.is_seeded(),
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::ks_test;
+    use statrs::distribution::{Beta, ContinuousCDF, Gamma as GammaDist};
+
+    fn norms(dim: usize, cal: &Calibration, n: usize, seed: u64) -> Vec<f64> {
+        let mut rng = NoiseSource::seeded(seed);
+        (0..n)
+            .map(|_| {
+                ObjectivePerturbation::sample_perturbation(dim, cal, &mut rng)
+                    .iter()
+                    .map(|v| v * v)
+                    .sum::<f64>()
+                    .sqrt()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn calibration_follows_algorithm_2() {
+        // Large n: ε′ = ε − log(1 + 2c/(nλ) + c²/(nλ)²), Δ = 0.
+        let m = ObjectivePerturbation::new(1.0, 0.01).expect("valid");
+        let cal = m.calibrate(5000);
+        let expected = 1.0 - (1.0f64 + 0.5 / 50.0 + 0.0625 / 2500.0).ln();
+        assert!((cal.epsilon_prime - expected).abs() < 1e-15);
+        assert_eq!(cal.delta_extra, 0.0);
+        // n = 20: log(1 + 2.5 + 1.5625) > 1, so ε′ = ε/2 and Δ = c/(n(e^{ε/4} − 1)) − λ.
+        let cal = m.calibrate(20);
+        assert_eq!(cal.epsilon_prime, 0.5);
+        assert!((cal.delta_extra - (0.25 / (20.0 * (0.25f64.exp() - 1.0)) - 0.01)).abs() < 1e-15);
+    }
+
+    #[test]
+    fn noise_norm_is_gamma_p_two_over_eps_prime() {
+        let dim = 11;
+        let cal = Calibration {
+            epsilon_prime: 0.7,
+            delta_extra: 0.0,
+        };
+        let sample = norms(dim, &cal, 4000, 1);
+        let reference = GammaDist::new(dim as f64, cal.epsilon_prime / 2.0).expect("valid");
+        let p = ks_test(&sample, |x| reference.cdf(x)).p_value;
+        assert!(p > 1e-3, "KS p-value {p}");
+    }
+
+    #[test]
+    fn under_noised_variant_fails_the_same_check() {
+        // Noise with half the scale (as if ε′ were doubled) must be rejected by the test above.
+        let dim = 11;
+        let wrong = Calibration {
+            epsilon_prime: 1.4,
+            delta_extra: 0.0,
+        };
+        let sample = norms(dim, &wrong, 4000, 2);
+        let reference = GammaDist::new(dim as f64, 0.7 / 2.0).expect("valid");
+        assert!(ks_test(&sample, |x| reference.cdf(x)).p_value < 1e-6);
+    }
+
+    #[test]
+    fn noise_direction_is_uniform_on_the_sphere() {
+        // For u uniform on S^{p−1}, (u·e + 1)/2 ~ Beta((p−1)/2, (p−1)/2) for any fixed unit e.
+        let dim = 7;
+        let cal = Calibration {
+            epsilon_prime: 1.0,
+            delta_extra: 0.0,
+        };
+        let mut rng = NoiseSource::seeded(3);
+        let e: Vec<f64> = {
+            let v = [1.0, -2.0, 0.5, 0.0, 3.0, 1.0, -1.0];
+            let n = v.iter().map(|x: &f64| x * x).sum::<f64>().sqrt();
+            v.iter().map(|x| x / n).collect()
+        };
+        let mut first = Vec::new();
+        let mut proj = Vec::new();
+        for _ in 0..4000 {
+            let b = ObjectivePerturbation::sample_perturbation(dim, &cal, &mut rng);
+            let norm = b.iter().map(|v| v * v).sum::<f64>().sqrt();
+            first.push((b[0] / norm + 1.0) / 2.0);
+            proj.push((b.iter().zip(&e).map(|(x, y)| x * y).sum::<f64>() / norm + 1.0) / 2.0);
+        }
+        let beta = Beta::new((dim as f64 - 1.0) / 2.0, (dim as f64 - 1.0) / 2.0).expect("valid");
+        assert!(ks_test(&first, |x| beta.cdf(x)).p_value > 1e-3);
+        assert!(ks_test(&proj, |x| beta.cdf(x)).p_value > 1e-3);
+        // A direction biased towards the first axis is detected.
+        let biased: Vec<f64> = first.iter().map(|v| (v + 0.05).min(1.0)).collect();
+        assert!(ks_test(&biased, |x| beta.cdf(x)).p_value < 1e-6);
+    }
+
+    #[test]
+    fn invalid_parameters_are_errors() {
+        for (eps, lambda) in [
+            (0.0, 0.1),
+            (-1.0, 0.1),
+            (f64::NAN, 0.1),
+            (f64::INFINITY, 0.1),
+            (1.0, 0.0),
+            (1.0, -0.5),
+        ] {
+            assert!(
+                matches!(
+                    ObjectivePerturbation::new(eps, lambda),
+                    Err(MechanismError::InvalidParameter { .. })
+                ),
+                "{eps} {lambda}"
+            );
+        }
+    }
+
+    #[test]
+    fn release_carries_its_guarantee_and_refuses_unnormalised_data() {
+        let m = ObjectivePerturbation::new(1.0, 0.1).expect("valid");
+        let data = Dataset::new(
+            vec![0.6, 0.0, -0.5, 0.1, 0.3, 0.3, -0.2, -0.7],
+            vec![1.0, -1.0, 1.0, -1.0],
+            2,
+        );
+        let r = m
+            .release(&data, &mut NoiseSource::seeded(9))
+            .expect("release");
+        assert_eq!(
+            r.metadata.guarantee,
+            PrivacyGuarantee {
+                epsilon: 1.0,
+                delta: 0.0,
+                relation: NeighbourRelation::ReplaceOne
+            }
+        );
+        assert!(r.metadata.seeded);
+        assert_eq!(r.theta.len(), 2);
+        assert_eq!(
+            r,
+            m.release(&data, &mut NoiseSource::seeded(9))
+                .expect("release")
+        );
+        let big = Dataset::new(vec![2.0, 0.0], vec![1.0], 2);
+        assert!(matches!(
+            m.release(&big, &mut NoiseSource::seeded(9)),
+            Err(MechanismError::NormBoundViolated { .. })
+        ));
+    }
+}
