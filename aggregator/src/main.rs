@@ -1,0 +1,69 @@
+//! `dpagg-aggregator`: combines organisations' private learners by mirror averaging.
+//!
+//! Subcommands:
+//! - `simulate`: the in-process simulation of seed 001 §5 (see [`dpagg_shared::simulation`]).
+//! - `bench`: timings of the solver, mirror averaging and the full synthetic sweep against their
+//!   baselines and targets.
+//!
+//! Errors are printed as one line on stderr with a non-zero exit status.
+#![forbid(unsafe_code)]
+
+mod bench;
+mod simulate;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Aggregates differentially private weak learners (Minami et al., seed 001).
+#[derive(Debug, Parser)]
+#[command(name = "dpagg-aggregator", version, about)]
+struct Cli {
+    /// Log format on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Human, env = "DPAGG_LOG_FORMAT")]
+    log_format: LogFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Simulate K organisations exchanging private learners (seed 001 §5).
+    Simulate(simulate::Args),
+    /// Measure solver, mirror-averaging and simulation speed against baselines and targets.
+    Bench(bench::Args),
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("DPAGG_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    match format {
+        LogFormat::Human => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.log_format);
+    let result = match cli.command {
+        Command::Simulate(args) => simulate::run(args),
+        Command::Bench(args) => bench::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            ExitCode::FAILURE
+        }
+    }
+}

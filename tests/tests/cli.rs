@@ -1,0 +1,339 @@
+//! The binaries end to end: outputs of `simulate`, and one-line errors for bad input.
+
+use dpagg_tests::{assert_one_line_error, repo_root, run};
+use std::fs;
+
+const SCHEMA: &str = r#"
+name = "toy"
+intercept = true
+[label]
+column = "y"
+positive = "yes"
+negative = "no"
+[[features]]
+name = "a"
+lo = 0.0
+hi = 10.0
+[[features]]
+name = "b"
+lo = -5.0
+hi = 5.0
+"#;
+
+fn toy_csv(rows: usize) -> String {
+    let mut s = String::from("a,b,y\n");
+    for i in 0..rows {
+        let a = (i * 7 % 11) as f64;
+        let b = ((i * 3 % 9) as f64) - 4.0;
+        let label = if a + b > 4.0 { "yes" } else { "no" };
+        s.push_str(&format!("{a},{b},{label}\n"));
+    }
+    s
+}
+
+#[test]
+fn simulate_writes_summary_and_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run(
+        "dpagg-aggregator",
+        &[
+            "simulate",
+            "--dataset",
+            "synthetic",
+            "--orgs",
+            "10",
+            "--epsilon",
+            "0.5,2",
+            "--trials",
+            "2",
+            "--seed",
+            "3",
+            "--out",
+            "res",
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("centralised") && table.contains("improved orgs"),
+        "{table}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.path().join("res/summary.json")).expect("summary"))
+            .expect("json");
+    for key in [
+        "dataset",
+        "orgs",
+        "trials",
+        "mechanism",
+        "seed",
+        "centralised_accuracy",
+        "rows",
+    ] {
+        assert!(summary.get(key).is_some(), "summary lacks {key}");
+    }
+    let rows = summary["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2);
+    for key in [
+        "epsilon",
+        "delta",
+        "local_accuracy",
+        "private_learner_accuracy",
+        "aggregate_accuracy",
+        "nonprivate_aggregate_accuracy",
+        "improved_orgs",
+    ] {
+        assert!(rows[0].get(key).is_some(), "row lacks {key}");
+    }
+    assert!(
+        rows[1]["aggregate_accuracy"]["mean"]
+            .as_f64()
+            .expect("mean")
+            > 0.5
+    );
+    let runs = fs::read_to_string(dir.path().join("res/runs.csv")).expect("runs");
+    assert_eq!(runs.lines().count(), 1 + 2 * 2 * 10);
+    // Same seed, same bytes.
+    let again = run(
+        "dpagg-aggregator",
+        &[
+            "simulate",
+            "--dataset",
+            "synthetic",
+            "--orgs",
+            "10",
+            "--epsilon",
+            "0.5,2",
+            "--trials",
+            "2",
+            "--seed",
+            "3",
+            "--out",
+            "res2",
+        ],
+        dir.path(),
+    );
+    assert!(again.status.success());
+    assert_eq!(
+        runs,
+        fs::read_to_string(dir.path().join("res2/runs.csv")).expect("runs")
+    );
+}
+
+#[test]
+fn simulate_on_a_csv_with_its_schema_and_on_bundled_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fs::write(dir.path().join("toy.csv"), toy_csv(200)).expect("write");
+    fs::write(dir.path().join("toy.schema.toml"), SCHEMA).expect("write");
+    let out = run(
+        "dpagg-aggregator",
+        &[
+            "simulate",
+            "--dataset",
+            "toy.csv",
+            "--schema",
+            "toy.schema.toml",
+            "--orgs",
+            "4",
+            "--epsilon",
+            "1",
+            "--trials",
+            "2",
+            "--out",
+            "r",
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dir.path().join("r/summary.json").exists());
+    // Bundled data works from any folder: it is compiled in.
+    let out = run(
+        "dpagg-aggregator",
+        &[
+            "simulate",
+            "--dataset",
+            "diabetes",
+            "--epsilon",
+            "2.5",
+            "--trials",
+            "1",
+            "--out",
+            "d",
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.path().join("d/summary.json")).expect("summary"))
+            .expect("json");
+    assert_eq!(summary["orgs"], 10);
+    assert_eq!(summary["rows_per_org"], 60);
+}
+
+#[test]
+fn bad_input_gives_one_line_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    fs::write(p.join("toy.schema.toml"), SCHEMA).expect("write");
+    fs::write(p.join("bad.schema.toml"), "name = \"x\"\n[label\n").expect("write");
+    fs::write(
+        p.join("swapped.schema.toml"),
+        SCHEMA.replace("hi = 10.0", "hi = -1.0"),
+    )
+    .expect("write");
+    fs::write(p.join("nonnum.csv"), "a,b,y\n1,2,yes\n3,abc,no\n").expect("write");
+    fs::write(p.join("nolabel.csv"), "a,b\n1,2\n").expect("write");
+    fs::write(p.join("badlabel.csv"), "a,b,y\n1,2,maybe\n").expect("write");
+    fs::write(p.join("empty.csv"), "").expect("write");
+    fs::write(p.join("toy.csv"), toy_csv(50)).expect("write");
+    let sim = |extra: &[&str]| {
+        let mut args = vec!["simulate", "--trials", "1", "--out", "o"];
+        args.extend_from_slice(extra);
+        run("dpagg-aggregator", &args, p)
+    };
+    assert_one_line_error(
+        &sim(&["--dataset", "missing.csv", "--schema", "toy.schema.toml"]),
+        &["missing.csv"],
+    );
+    assert_one_line_error(&sim(&["--dataset", "toy.csv"]), &["toy.csv", "--schema"]);
+    assert_one_line_error(
+        &sim(&["--dataset", "toy.csv", "--schema", "nope.toml"]),
+        &["nope.toml"],
+    );
+    assert_one_line_error(
+        &sim(&["--dataset", "toy.csv", "--schema", "bad.schema.toml"]),
+        &["bad.schema.toml"],
+    );
+    assert_one_line_error(
+        &sim(&["--dataset", "toy.csv", "--schema", "swapped.schema.toml"]),
+        &["swapped.schema.toml", "a"],
+    );
+    assert_one_line_error(
+        &sim(&["--dataset", "nonnum.csv", "--schema", "toy.schema.toml"]),
+        &["nonnum.csv", "3", "b"],
+    );
+    assert_one_line_error(
+        &sim(&["--dataset", "nolabel.csv", "--schema", "toy.schema.toml"]),
+        &["nolabel.csv", "y"],
+    );
+    assert_one_line_error(
+        &sim(&["--dataset", "badlabel.csv", "--schema", "toy.schema.toml"]),
+        &["badlabel.csv", "maybe"],
+    );
+    assert_one_line_error(
+        &sim(&["--dataset", "empty.csv", "--schema", "toy.schema.toml"]),
+        &["empty.csv"],
+    );
+    assert_one_line_error(
+        &sim(&["--dataset", "synthetic", "--epsilon", "0"]),
+        &["epsilon"],
+    );
+    assert_one_line_error(
+        &sim(&["--dataset", "synthetic", "--epsilon", "1", "--delta", "1.5"]),
+        &["delta"],
+    );
+    assert_one_line_error(
+        &sim(&["--dataset", "synthetic", "--epsilon", "1", "--lambda=-1"]),
+        &["lambda"],
+    );
+    assert_one_line_error(
+        &sim(&["--dataset", "synthetic", "--epsilon", "1", "--beta", "0"]),
+        &["beta"],
+    );
+    assert_one_line_error(
+        &sim(&["--dataset", "synthetic", "--epsilon", "1", "--orgs", "1"]),
+        &["orgs"],
+    );
+    assert_one_line_error(
+        &sim(&[
+            "--dataset",
+            "toy.csv",
+            "--schema",
+            "toy.schema.toml",
+            "--orgs",
+            "200",
+        ]),
+        &["200"],
+    );
+    // clap's own usage errors are not one line, but they must fail with a non-zero status.
+    assert!(
+        !sim(&["--dataset", "synthetic", "--mechanism", "magic"])
+            .status
+            .success()
+    );
+}
+
+#[test]
+fn output_folder_that_cannot_be_created_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fs::write(dir.path().join("file"), "x").expect("write");
+    let out = run(
+        "dpagg-aggregator",
+        &[
+            "simulate",
+            "--dataset",
+            "synthetic",
+            "--orgs",
+            "4",
+            "--epsilon",
+            "1",
+            "--trials",
+            "1",
+            "--out",
+            "file/sub",
+        ],
+        dir.path(),
+    );
+    assert_one_line_error(&out, &["file/sub"]);
+}
+
+#[test]
+fn node_check_reports_and_rejects() {
+    let root = repo_root();
+    let ok = run(
+        "dpagg-node",
+        &[
+            "check",
+            "--data",
+            "data/diabetes.csv",
+            "--schema",
+            "data/diabetes.schema.toml",
+        ],
+        &root,
+    );
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let text = String::from_utf8_lossy(&ok.stdout);
+    assert!(
+        text.contains("768 rows") && text.contains("fingerprint"),
+        "{text}"
+    );
+    let bad = run(
+        "dpagg-node",
+        &[
+            "check",
+            "--data",
+            "data/diabetes.csv",
+            "--schema",
+            "data/breast_cancer.schema.toml",
+        ],
+        &root,
+    );
+    assert_one_line_error(&bad, &["diabetes.csv"]);
+}
