@@ -14,6 +14,7 @@ pub mod aggregate;
 pub mod bundled;
 pub mod csvload;
 pub mod dataset;
+pub mod fastmath;
 pub mod fsutil;
 pub mod logistic;
 pub mod mechanism;
