@@ -24,14 +24,15 @@
 //! skipped; this changes λ by at most M·2·10⁻²² in ℓ₁ (far below f64 resolution of Σλ = 1).
 
 use crate::dataset::{Dataset, dot};
+use crate::fastmath;
 use crate::logistic::logistic_loss;
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
 use rand::Rng;
 use rand::seq::SliceRandom;
 use rayon::prelude::*;
 
 /// Rows per block of the mirror-averaging sweep.
-pub const BLOCK_ROWS: usize = 1024;
+pub const BLOCK_ROWS: usize = 256;
 /// Rows per parallel sub-block (fixed, for determinism).
 pub const SUB_ROWS: usize = 64;
 /// Softmax terms with exponent below −this (relative to the maximum) are treated as zero.
@@ -78,18 +79,28 @@ pub struct MirrorAveraging {
 }
 
 impl MirrorAveraging {
-    /// Mirror averaging with temperature β > 0; warns (tracing) when β < e.
+    /// Mirror averaging with temperature β > 0. A β below e is accepted (it is a valid
+    /// aggregation) but not covered by eq. 20: entry points warn once via [`Self::warn_if_uncovered`].
     pub fn new(beta: f64) -> Result<Self, AggregateError> {
         if !(beta.is_finite() && beta > 0.0) {
             return Err(AggregateError::InvalidBeta(beta));
         }
-        if beta < BETA_LOGISTIC {
+        Ok(Self { beta })
+    }
+
+    /// True when β ≥ β_φ = e, so the oracle inequality (eq. 20) holds for the logistic loss.
+    pub fn covered_by_oracle_inequality(&self) -> bool {
+        self.beta >= BETA_LOGISTIC
+    }
+
+    /// Logs a warning (tracing) when β < e. Call once per run, not per aggregation.
+    pub fn warn_if_uncovered(&self) {
+        if !self.covered_by_oracle_inequality() {
             tracing::warn!(
-                beta,
+                beta = self.beta,
                 "beta < e: the oracle inequality of seed 001 eq. 20 does not cover this temperature for the logistic loss"
             );
         }
-        Ok(Self { beta })
     }
 
     /// β.
@@ -208,7 +219,8 @@ fn argmin(values: &[f64]) -> usize {
         .fold(0, |best, (i, r)| if *r < values[best] { i } else { best })
 }
 
-/// Scores via one matrix product (M × p times p × rows), then logistic losses in place.
+/// Scores via one matrix product (M × p times p × rows) written straight into `out` — whose
+/// row-major rows × M layout is the column-major M × rows result — then logistic losses in place.
 fn block_losses(experts: &DMatrix<f64>, data: &Dataset, rows: &[usize], out: &mut [f64]) {
     let p = data.dim();
     let m = experts.nrows();
@@ -216,12 +228,13 @@ fn block_losses(experts: &DMatrix<f64>, data: &Dataset, rows: &[usize], out: &mu
     for &r in rows {
         xs.extend_from_slice(data.row(r));
     }
-    let x_t = DMatrix::from_column_slice(p, rows.len(), &xs);
-    let scores = experts * x_t; // m × rows, column-major: column t is contiguous over experts
-    for ((o, s), t) in out.chunks_mut(m).zip(scores.as_slice().chunks(m)).zip(rows) {
+    let x_t = DMatrixView::from_slice(&xs, p, rows.len());
+    let mut scores = DMatrixViewMut::from_slice(out, m, rows.len());
+    scores.gemm(1.0, experts, &x_t, 0.0);
+    for (o, t) in out.chunks_mut(m).zip(rows) {
         let y = data.label(*t);
-        for (oi, &z) in o.iter_mut().zip(s) {
-            *oi = logistic_loss(z, y);
+        for oi in o.iter_mut() {
+            *oi = fastmath::softplus(-y * *oi);
         }
     }
 }
@@ -466,6 +479,16 @@ mod tests {
     fn bad_inputs_are_errors() {
         let d = Dataset::new(vec![0.5, 0.5], vec![1.0], 2);
         let ma = MirrorAveraging::new(3.0).expect("valid");
+        assert!(
+            !MirrorAveraging::new(2.0)
+                .expect("valid")
+                .covered_by_oracle_inequality()
+        );
+        assert!(
+            MirrorAveraging::new(3.0)
+                .expect("valid")
+                .covered_by_oracle_inequality()
+        );
         assert_eq!(
             MirrorAveraging::new(0.0).expect_err("must fail"),
             AggregateError::InvalidBeta(0.0)

@@ -225,7 +225,7 @@ fn validate(config: &SimulationConfig) -> Result<(), SimulationError> {
     for &e in &config.epsilons {
         config.mechanism.build(e, config.delta, config.lambda)?;
     }
-    MirrorAveraging::new(config.beta)?;
+    MirrorAveraging::new(config.beta)?.warn_if_uncovered();
     Ok(())
 }
 
