@@ -13,8 +13,16 @@
 //! **Guarantee:** ε-DP (δ = 0) under the replace-one neighbour relation (CMS 2011 Theorem 9).
 //! **Assumptions:** every row has ||x||₂ ≤ 1; the loss is the logistic loss, differentiable with
 //! |ℓ′| ≤ 1 and |ℓ″| ≤ c = 1/4; the regulariser (λ/2)||θ||² is 1-strongly convex in units of λ with
-//! λ > 0 and applies to every coordinate of θ (including the intercept column). The minimisation
-//! must be exact: the solver converges to ||∇F|| ≤ 1e-8 and a failure releases nothing.
+//! λ > 0 and applies to every coordinate of θ (including the intercept column). The proof is for
+//! the exact minimiser; the solver converges to ||∇F|| ≤ 1e-8 (so θ is within 1e-8/λ of it) and a
+//! failure releases nothing.
+//!
+//! **Known property of Algorithm 2 (not changed here).** Step 2 is discontinuous: just above
+//! ε = log(1 + 2c/(nλ) + c²/(nλ)²) it takes Δ = 0 with a tiny ε′, adding far more noise than the
+//! Δ > 0 branch just below (n = 50, λ = 0.01: ε = 0.9 gets ε′ ≈ 0.09, ε = 0.8 gets ε′ = 0.4). By
+//! CMS 2011 Theorem 9 any Δ ≥ 0 with ε′ = ε − 2 log(1 + c/(n(λ + Δ))) > 0 is ε-DP, so choosing the
+//! branch with the larger ε′ would be a valid improvement; it is left for a separate change so that
+//! this mechanism stays exactly the published algorithm.
 
 use super::{
     Assumptions, LOGISTIC_UNIT_BALL, Mechanism, MechanismError, NeighbourRelation, NoiseSource,
