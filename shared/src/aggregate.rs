@@ -242,25 +242,49 @@ fn block_losses(experts: &DMatrix<f64>, data: &Dataset, rows: &[usize], out: &mu
 /// Σ_t λ^(t) over the rows of `cumulative` (each row: S_t for all experts).
 fn softmax_sums(cumulative: &[f64], m: usize, beta: f64) -> Vec<f64> {
     let mut acc = vec![0.0; m];
-    let mut w = vec![0.0; m];
+    // Experts within the cutoff of the best, with their (then normalised) weight. After the first
+    // rows most experts fall outside it, so only a few exponentials are computed per row.
+    let mut live: Vec<(usize, f64)> = Vec::with_capacity(m);
+    let cutoff = NEGLIGIBLE_EXPONENT * beta;
+    let inv_beta = 1.0 / beta;
     for s in cumulative.chunks(m) {
-        let min = s.iter().copied().fold(f64::INFINITY, f64::min);
+        let min = row_min(s);
+        live.clear();
+        live.extend(
+            s.iter()
+                .enumerate()
+                .filter(|&(_, &v)| v - min <= cutoff)
+                .map(|(i, &v)| (i, v)),
+        );
         let mut z = 0.0;
-        for (wi, &si) in w.iter_mut().zip(s) {
-            let a = (si - min) / beta;
-            *wi = if a > NEGLIGIBLE_EXPONENT {
-                0.0
-            } else {
-                (-a).exp()
-            };
-            z += *wi;
+        for (_, v) in live.iter_mut() {
+            *v = fastmath::exp_nonpositive((min - *v) * inv_beta);
+            z += *v;
         }
         let inv = 1.0 / z;
-        for (ai, wi) in acc.iter_mut().zip(&w) {
-            *ai += wi * inv;
+        for &(i, w) in &live {
+            acc[i] += w * inv;
         }
     }
     acc
+}
+
+/// Minimum of a non-empty row, over four lanes so the loop vectorises (min is exact, so the lane
+/// split does not change the result).
+fn row_min(s: &[f64]) -> f64 {
+    let mut lanes = [f64::INFINITY; 4];
+    let chunks = s.chunks_exact(4);
+    let tail = chunks
+        .remainder()
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min);
+    for c in chunks {
+        for k in 0..4 {
+            lanes[k] = if c[k] < lanes[k] { c[k] } else { lanes[k] };
+        }
+    }
+    lanes.iter().copied().fold(tail, f64::min)
 }
 
 fn validate(experts: &[Vec<f64>], data: &Dataset) -> Result<(), AggregateError> {
