@@ -11,12 +11,14 @@
 //! - [`objective_perturbation`]: ε-DP, Chaudhuri, Monteleoni & Sarwate 2011 Algorithm 2.
 //! - [`objective_perturbation_gaussian`]: (ε, δ)-DP, seed 001 Algorithm 1 line 5 (Kifer, Smith &
 //!   Thakurta 2012).
+//! - [`output_perturbation`]: ε-DP, Chaudhuri, Monteleoni & Sarwate 2011 Algorithm 1.
 //!
 //! Every mechanism here assumes ||x||₂ ≤ 1 for every row (guaranteed by schema normalisation) and
 //! refuses to release otherwise.
 
 pub mod objective_perturbation;
 pub mod objective_perturbation_gaussian;
+pub mod output_perturbation;
 
 use crate::dataset::Dataset;
 use crate::noise::NoiseSource;
@@ -26,6 +28,7 @@ use std::collections::BTreeMap;
 
 pub use objective_perturbation::ObjectivePerturbation;
 pub use objective_perturbation_gaussian::GaussianObjectivePerturbation;
+pub use output_perturbation::OutputPerturbation;
 
 /// Which datasets count as neighbours in the guarantee.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -189,6 +192,23 @@ pub(crate) fn check_lambda(lambda: f64) -> Result<(), MechanismError> {
     }
 }
 
+/// Samples b ∈ ℝᵈⁱᵐ with density ∝ exp(−||b||₂/scale): ||b|| ~ Gamma(dim, scale) (shape dim,
+/// scale `scale`) and b/||b|| uniform on the sphere. This is the noise of CMS 2011 Algorithms 1 and 2
+/// (there written exp(−β||b||) with β = 1/scale).
+///
+/// # Panics
+/// If `dim == 0` or `scale` is not finite and positive (callers validate their parameters).
+pub fn sample_gamma_ball(dim: usize, scale: f64, rng: &mut NoiseSource) -> Vec<f64> {
+    use rand::RngExt;
+    let gamma = rand_distr::Gamma::new(dim as f64, scale)
+        .expect("shape dim ≥ 1 and a finite scale > 0 are valid");
+    let norm: f64 = rng.sample(gamma);
+    uniform_direction(dim, rng)
+        .into_iter()
+        .map(|u| u * norm)
+        .collect()
+}
+
 /// Samples a direction uniformly on the unit sphere in ℝᵖ (normalised standard Gaussian).
 pub(crate) fn uniform_direction(dim: usize, rng: &mut NoiseSource) -> Vec<f64> {
     use rand::RngExt;
@@ -208,14 +228,19 @@ pub(crate) fn uniform_direction(dim: usize, rng: &mut NoiseSource) -> Vec<f64> {
 pub enum MechanismKind {
     /// Objective perturbation: ε-DP (CMS 2011 Alg. 2) when δ = 0, else (ε, δ)-DP (KST 2012).
     ObjectivePerturbation,
+    /// Output perturbation: ε-DP (CMS 2011 Alg. 1); δ must be 0.
+    OutputPerturbation,
 }
 
 impl MechanismKind {
     /// All kinds with their command-line names.
-    pub const ALL: [(&'static str, MechanismKind); 1] = [(
-        "objective-perturbation",
-        MechanismKind::ObjectivePerturbation,
-    )];
+    pub const ALL: [(&'static str, MechanismKind); 2] = [
+        (
+            "objective-perturbation",
+            MechanismKind::ObjectivePerturbation,
+        ),
+        ("output-perturbation", MechanismKind::OutputPerturbation),
+    ];
 
     /// Parses a command-line name.
     pub fn from_name(name: &str) -> Option<Self> {
@@ -236,6 +261,14 @@ impl MechanismKind {
             Self::ObjectivePerturbation => Ok(Box::new(GaussianObjectivePerturbation::new(
                 epsilon, delta, lambda,
             )?)),
+            Self::OutputPerturbation if delta == 0.0 => {
+                Ok(Box::new(OutputPerturbation::new(epsilon, lambda)?))
+            }
+            Self::OutputPerturbation => Err(MechanismError::InvalidParameter {
+                name: "delta",
+                value: delta,
+                requirement: "must be 0 for output-perturbation (it is pure ε-DP)",
+            }),
         }
     }
 }

@@ -31,8 +31,6 @@ use super::{
 use crate::dataset::Dataset;
 use crate::logistic::Penalty;
 use crate::solver::{SolverOptions, minimise};
-use rand::RngExt;
-use rand_distr::Gamma;
 use std::collections::BTreeMap;
 
 /// Identifier used in release metadata and on the command line.
@@ -100,13 +98,7 @@ impl ObjectivePerturbation {
         calibration: &Calibration,
         rng: &mut NoiseSource,
     ) -> Vec<f64> {
-        let gamma = Gamma::new(dim as f64, 2.0 / calibration.epsilon_prime)
-            .expect("shape p ≥ 1 and scale 2/ε′ > 0 are valid");
-        let norm: f64 = rng.sample(gamma);
-        super::uniform_direction(dim, rng)
-            .into_iter()
-            .map(|u| u * norm)
-            .collect()
+        super::sample_gamma_ball(dim, 2.0 / calibration.epsilon_prime, rng)
     }
 }
 
