@@ -268,12 +268,56 @@ fn bad_input_gives_one_line_errors() {
         ]),
         &["200"],
     );
+    assert_one_line_error(
+        &sim(&[
+            "--dataset",
+            "synthetic",
+            "--epsilon",
+            "1",
+            "--mechanism",
+            "output-perturbation",
+            "--delta",
+            "0.1",
+        ]),
+        &["delta", "output-perturbation"],
+    );
     // clap's own usage errors are not one line, but they must fail with a non-zero status.
     assert!(
         !sim(&["--dataset", "synthetic", "--mechanism", "magic"])
             .status
             .success()
     );
+}
+
+#[test]
+fn simulate_with_output_perturbation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run(
+        "dpagg-aggregator",
+        &[
+            "simulate",
+            "--dataset",
+            "breast-cancer",
+            "--mechanism",
+            "output-perturbation",
+            "--epsilon",
+            "1",
+            "--trials",
+            "2",
+            "--out",
+            "o",
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.path().join("o/summary.json")).expect("summary"))
+            .expect("json");
+    assert_eq!(summary["mechanism"], "output-perturbation");
 }
 
 #[test]
