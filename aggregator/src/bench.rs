@@ -8,9 +8,9 @@
 //! - The full synthetic sweep of seed 001 §5.1 (100 orgs × 10 ε × 20 trials).
 
 use anyhow::Result;
-use dpagg_shared::aggregate::MirrorAveraging;
+use dpagg_shared::aggregate::{MirrorAveraging, reference_weights};
 use dpagg_shared::dataset::{Dataset, dot};
-use dpagg_shared::logistic::{Penalty, logistic_loss};
+use dpagg_shared::logistic::Penalty;
 use dpagg_shared::mechanism::{MechanismKind, ObjectivePerturbation};
 use dpagg_shared::noise::{NoiseSource, sim_rng};
 use dpagg_shared::simulation::{DataSource, SimulationConfig, run as run_simulation};
@@ -106,26 +106,6 @@ fn bench_fit(n: usize, p: usize, target: Option<f64>) -> Result<()> {
     Ok(())
 }
 
-/// Direct transcription of eq. 15–16 (serial, log-sum-exp each step) on the first `rows` rows.
-fn naive_weights(experts: &[Vec<f64>], d: &Dataset, rows: usize, beta: f64) -> Vec<f64> {
-    let m = experts.len();
-    let (mut s, mut acc) = (vec![0.0; m], vec![0.0; m]);
-    for t in 0..rows {
-        for (k, e) in experts.iter().enumerate() {
-            s[k] += logistic_loss(dot(d.row(t), e), d.label(t));
-        }
-        let mx = s
-            .iter()
-            .map(|v| -v / beta)
-            .fold(f64::NEG_INFINITY, f64::max);
-        let lse = mx + s.iter().map(|v| (-v / beta - mx).exp()).sum::<f64>().ln();
-        for k in 0..m {
-            acc[k] += (-s[k] / beta - lse).exp();
-        }
-    }
-    acc
-}
-
 fn bench_mirror(m: usize, n: usize, p: usize, target: Option<f64>) -> Result<()> {
     let d = data(n, p, 3);
     let mut rng = sim_rng(4, &[m as u64]);
@@ -136,7 +116,7 @@ fn bench_mirror(m: usize, n: usize, p: usize, target: Option<f64>) -> Result<()>
     let ma = MirrorAveraging::new(3.0)?;
     let (t, _) = best_of(|| ma.weights(&experts, &d, &order));
     let prefix = n.min(5_000);
-    let (t_naive, _) = seconds(|| naive_weights(&experts, &d, prefix, 3.0));
+    let (t_naive, _) = seconds(|| reference_weights(&experts, &d, &order[..prefix], 3.0));
     let t_naive = t_naive * n as f64 / prefix as f64;
     let target = target.map_or_else(String::new, |tg| {
         format!("  target {tg:.2} s → {:.2}× target", t / tg)

@@ -322,6 +322,41 @@ fn check_order(order: &[usize], n: usize) -> Result<(), AggregateError> {
     Ok(())
 }
 
+/// Direct serial transcription of eq. 15–16: one log-sum-exp per row, libm's `exp`/`log1p`, no
+/// blocking or skipping. It is the independent reference [`MirrorAveraging::weights`] is tested
+/// against and the baseline `dpagg-aggregator bench` times it against; O(n·M) and single-threaded.
+pub fn reference_weights(
+    experts: &[Vec<f64>],
+    data: &Dataset,
+    order: &[usize],
+    beta: f64,
+) -> Vec<f64> {
+    let loss = |z: f64, y: f64| {
+        let m = -y * z;
+        if m > 0.0 {
+            m + (-m).exp().ln_1p()
+        } else {
+            m.exp().ln_1p()
+        }
+    };
+    let m = experts.len();
+    let (mut s, mut acc) = (vec![0.0; m], vec![0.0; m]);
+    for &t in order {
+        for (k, e) in experts.iter().enumerate() {
+            s[k] += loss(dot(data.row(t), e), data.label(t));
+        }
+        let mx = s
+            .iter()
+            .map(|v| -v / beta)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let lse = mx + s.iter().map(|v| (-v / beta - mx).exp()).sum::<f64>().ln();
+        for (a, v) in acc.iter_mut().zip(&s) {
+            *a += (-v / beta - lse).exp();
+        }
+    }
+    acc.iter().map(|v| v / order.len() as f64).collect()
+}
+
 /// Σ_m w_m θ_m.
 pub fn combine(experts: &[Vec<f64>], weights: &[f64]) -> Vec<f64> {
     let p = experts.first().map_or(0, Vec::len);
@@ -357,32 +392,6 @@ mod tests {
     use super::*;
     use crate::noise::sim_rng;
     use crate::synthetic::{SyntheticSpec, generate};
-
-    /// Straightforward transcription of eq. 15–16 for comparison.
-    fn reference_weights(
-        experts: &[Vec<f64>],
-        data: &Dataset,
-        order: &[usize],
-        beta: f64,
-    ) -> Vec<f64> {
-        let m = experts.len();
-        let mut s = vec![0.0; m];
-        let mut acc = vec![0.0; m];
-        for &t in order {
-            for (k, e) in experts.iter().enumerate() {
-                s[k] += logistic_loss(dot(data.row(t), e), data.label(t));
-            }
-            let mx = s
-                .iter()
-                .map(|v| -v / beta)
-                .fold(f64::NEG_INFINITY, f64::max);
-            let lse = mx + s.iter().map(|v| (-v / beta - mx).exp()).sum::<f64>().ln();
-            for k in 0..m {
-                acc[k] += (-s[k] / beta - lse).exp();
-            }
-        }
-        acc.iter().map(|v| v / order.len() as f64).collect()
-    }
 
     #[test]
     fn blocked_parallel_weights_match_the_reference() {

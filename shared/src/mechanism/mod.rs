@@ -99,6 +99,29 @@ pub struct ReleaseMetadata {
     pub seeded: bool,
 }
 
+impl ReleaseMetadata {
+    /// Metadata of a release of `mechanism` trained on `data` with noise from `noise`.
+    pub fn new(
+        mechanism: &dyn Mechanism,
+        reference: &str,
+        parameters: BTreeMap<String, f64>,
+        assumptions: Assumptions,
+        data: &Dataset,
+        noise: &NoiseSource,
+    ) -> Self {
+        Self {
+            mechanism: mechanism.name().to_owned(),
+            reference: reference.to_owned(),
+            parameters,
+            guarantee: mechanism.guarantee(),
+            assumptions,
+            n: data.len(),
+            dim: data.dim(),
+            seeded: noise.is_seeded(),
+        }
+    }
+}
+
 /// A released learner: linear weights θ (classifier sign⟨θ, x⟩) and its metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Release {

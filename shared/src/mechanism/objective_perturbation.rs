@@ -133,16 +133,14 @@ impl Mechanism for ObjectivePerturbation {
         ]);
         Ok(Release {
             theta: fit.theta,
-            metadata: ReleaseMetadata {
-                mechanism: NAME.to_owned(),
-                reference: "Chaudhuri, Monteleoni & Sarwate 2011 (JMLR) Algorithm 2; seed 001 Algorithm 1 (delta = 0)".to_owned(),
+            metadata: ReleaseMetadata::new(
+                self,
+                "Chaudhuri, Monteleoni & Sarwate 2011 (JMLR) Algorithm 2; seed 001 Algorithm 1 (delta = 0)",
                 parameters,
-                guarantee: self.guarantee(),
                 assumptions,
-                n: data.len(),
-                dim: data.dim(),
-                seeded: noise.is_seeded(),
-            },
+                data,
+                noise,
+            ),
         })
     }
 }

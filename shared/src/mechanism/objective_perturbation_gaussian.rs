@@ -113,17 +113,14 @@ impl Mechanism for GaussianObjectivePerturbation {
         ]);
         Ok(Release {
             theta: fit.theta,
-            metadata: ReleaseMetadata {
-                mechanism: NAME.to_owned(),
-                reference: "seed 001 Algorithm 1 lines 1, 5, 7 (Kifer, Smith & Thakurta 2012)"
-                    .to_owned(),
+            metadata: ReleaseMetadata::new(
+                self,
+                "seed 001 Algorithm 1 lines 1, 5, 7 (Kifer, Smith & Thakurta 2012)",
                 parameters,
-                guarantee: self.guarantee(),
                 assumptions,
-                n: data.len(),
-                dim: data.dim(),
-                seeded: noise.is_seeded(),
-            },
+                data,
+                noise,
+            ),
         })
     }
 }

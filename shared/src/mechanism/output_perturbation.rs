@@ -93,17 +93,14 @@ impl Mechanism for OutputPerturbation {
         ]);
         Ok(Release {
             theta,
-            metadata: ReleaseMetadata {
-                mechanism: NAME.to_owned(),
-                reference: "Chaudhuri, Monteleoni & Sarwate 2011 (JMLR) Algorithm 1, Corollary 8"
-                    .to_owned(),
+            metadata: ReleaseMetadata::new(
+                self,
+                "Chaudhuri, Monteleoni & Sarwate 2011 (JMLR) Algorithm 1, Corollary 8",
                 parameters,
-                guarantee: self.guarantee(),
                 assumptions,
-                n: data.len(),
-                dim: data.dim(),
-                seeded: noise.is_seeded(),
-            },
+                data,
+                noise,
+            ),
         })
     }
 }
