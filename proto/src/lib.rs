@@ -1,0 +1,16 @@
+//! # dpagg-proto — the gRPC contract of dpagg
+//!
+//! Code generated from `proto/dpagg/v1/node.proto` (package `dpagg.v1`) by `tonic-prost-build`,
+//! compiled once here for the whole workspace. The `.proto` file documents every field; it is the
+//! contract clients in other languages read.
+#![forbid(unsafe_code)]
+
+/// Package `dpagg.v1`: the `OrganisationNode` service, its client, server and messages.
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod v1 {
+    tonic::include_proto!("dpagg.v1");
+
+    /// Encoded `FileDescriptorSet` of the package, for gRPC server reflection.
+    pub const FILE_DESCRIPTOR_SET: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/dpagg_v1_descriptor.bin"));
+}
