@@ -68,3 +68,97 @@ pub fn assert_one_line_error(out: &Output, needles: &[&str]) {
         );
     }
 }
+
+/// A `dpagg-node serve` process on an ephemeral port, killed (SIGKILL) when dropped.
+pub struct NodeProcess {
+    child: std::process::Child,
+    /// The address it listens on.
+    pub addr: String,
+}
+
+impl NodeProcess {
+    /// Starts `dpagg-node serve --config <config>` and waits for its "listening" line.
+    pub fn start(config: &Path) -> NodeProcess {
+        use std::io::BufRead;
+        let mut child = Command::new(binary("dpagg-node"))
+            .args(["serve", "--config"])
+            .arg(config)
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn dpagg-node");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the listening line");
+        let addr = line
+            .trim()
+            .strip_prefix("dpagg-node listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_owned();
+        NodeProcess { child, addr }
+    }
+
+    /// The gRPC endpoint URL.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// SIGKILL, as a crash would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM and wait for a clean exit; returns whether it exited successfully.
+    pub fn terminate(&mut self) -> bool {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        self.child.wait().map(|s| s.success()).unwrap_or(false)
+    }
+}
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Writes a node configuration (and its data: `rows` rows of the bundled Diabetes data) into
+/// `dir`, returning the config path.
+pub fn node_config(
+    dir: &Path,
+    id: &str,
+    epsilon_total: f64,
+    cap: f64,
+    remote: bool,
+    rows: usize,
+) -> PathBuf {
+    let root = repo_root();
+    let csv = std::fs::read_to_string(root.join("data/diabetes.csv")).expect("bundled data");
+    let text: String = csv
+        .lines()
+        .take(rows + 1)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(dir.join(format!("{id}.csv")), text).expect("write data");
+    std::fs::copy(
+        root.join("data/diabetes.schema.toml"),
+        dir.join("diabetes.schema.toml"),
+    )
+    .expect("copy schema");
+    let config = dir.join(format!("{id}.toml"));
+    std::fs::write(
+        &config,
+        format!(
+            "organisation_id = \"{id}\"\ndata = \"{id}.csv\"\nschema = \"diabetes.schema.toml\"\nstate_dir = \"{id}-state\"\n[policy]\nepsilon_total = {epsilon_total}\ndelta_total = 1e-5\nmax_epsilon_per_release = {cap}\nallow_remote_publish = {remote}\n"
+        ),
+    )
+    .expect("write config");
+    config
+}

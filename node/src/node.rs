@@ -1,0 +1,135 @@
+//! One organisation's node: its public schema, its private data, its policy and its store.
+//!
+//! [`Node::publish`] is the only path by which anything derived from the data leaves: it builds
+//! the mechanism from the spec (so the guarantee is known before training), draws noise from
+//! [`NoiseSource::secure`] (invariant 4), and lets [`Store::publish`] check the policy, train and
+//! record the charge durably before returning (invariant 3).
+
+use crate::config::{NodeConfig, Policy};
+use crate::store::{PublishError, Spec, Store, StoreError, StoredRelease};
+use dpagg_shared::Dataset;
+use dpagg_shared::csvload::{DataError, load_csv};
+use dpagg_shared::mechanism::MechanismKind;
+use dpagg_shared::noise::NoiseSource;
+use dpagg_shared::schema::{Schema, SchemaError};
+use std::sync::Arc;
+
+/// Why a node cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// The schema file is unreadable or invalid.
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    /// The data file does not match the schema.
+    #[error(transparent)]
+    Data(#[from] DataError),
+    /// The state database cannot be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Budget as the node reports it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetView {
+    /// The policy.
+    pub policy: Policy,
+    /// Σ ε charged.
+    pub epsilon_spent: f64,
+    /// Σ δ charged.
+    pub delta_spent: f64,
+}
+
+impl BudgetView {
+    /// ε left (never negative).
+    pub fn epsilon_remaining(&self) -> f64 {
+        (self.policy.epsilon_total - self.epsilon_spent).max(0.0)
+    }
+
+    /// δ left (never negative).
+    pub fn delta_remaining(&self) -> f64 {
+        (self.policy.delta_total - self.delta_spent).max(0.0)
+    }
+}
+
+/// A loaded node.
+#[derive(Debug)]
+pub struct Node {
+    /// Organisation identifier.
+    pub organisation_id: String,
+    /// The public schema.
+    pub schema: Schema,
+    /// Its TOML text, as served by Describe.
+    pub schema_toml: String,
+    /// Its fingerprint.
+    pub fingerprint: String,
+    /// The policy.
+    pub policy: Policy,
+    /// Releases and ledger.
+    pub store: Arc<Store>,
+    data: Arc<Dataset>,
+}
+
+impl Node {
+    /// Loads schema, data and state.
+    pub fn load(config: &NodeConfig) -> Result<Self, NodeError> {
+        let schema_toml =
+            std::fs::read_to_string(&config.schema).map_err(|source| SchemaError::Io {
+                origin: config.schema.display().to_string(),
+                source,
+            })?;
+        let schema = Schema::from_toml_str(&schema_toml, &config.schema.display().to_string())?;
+        let (data, report) = load_csv(&config.data, &schema)?;
+        tracing::info!(
+            rows = report.rows,
+            clipped = report.total_clipped(),
+            "loaded the organisation's data"
+        );
+        let store = Store::open(&config.state_dir)?;
+        Ok(Self {
+            organisation_id: config.organisation_id.clone(),
+            fingerprint: schema.fingerprint(),
+            schema,
+            schema_toml,
+            policy: config.policy,
+            store: Arc::new(store),
+            data: Arc::new(data),
+        })
+    }
+
+    /// Mechanism names this node accepts.
+    pub fn mechanisms() -> Vec<String> {
+        MechanismKind::ALL
+            .iter()
+            .map(|(n, _)| (*n).to_owned())
+            .collect()
+    }
+
+    /// Spent and remaining budget.
+    pub fn budget(&self) -> Result<BudgetView, StoreError> {
+        let s = self.store.spent()?;
+        Ok(BudgetView {
+            policy: self.policy,
+            epsilon_spent: s.epsilon,
+            delta_spent: s.delta,
+        })
+    }
+
+    /// Releases a learner for `spec`, or returns the one released before for the same spec.
+    pub fn publish(&self, spec: &Spec) -> Result<(StoredRelease, bool), PublishError> {
+        let kind = MechanismKind::from_name(&spec.mechanism)
+            .ok_or_else(|| PublishError::UnknownMechanism(spec.mechanism.clone()))?;
+        let mechanism = kind.build(spec.epsilon, spec.delta, spec.lambda)?;
+        let mut noise = NoiseSource::secure().map_err(|e| StoreError::Entropy(e.to_string()))?;
+        let (release, new) = self.store.publish(
+            spec,
+            &self.fingerprint,
+            &self.policy,
+            mechanism.guarantee(),
+            || mechanism.release(&self.data, &mut noise),
+        )?;
+        if new {
+            tracing::info!(release_id = %release.release_id, mechanism = %release.metadata.mechanism, epsilon = spec.epsilon, delta = spec.delta, "published and charged a learner");
+        }
+        Ok((release, new))
+    }
+}

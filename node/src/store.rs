@@ -1,0 +1,443 @@
+//! The node's durable state: releases and the privacy ledger, in one SQLite database.
+//!
+//! **Invariant 3 is enforced here.** [`Store::publish`] runs inside one `BEGIN IMMEDIATE`
+//! transaction (which also serialises concurrent publishers across processes): it returns the
+//! existing release if the same spec was published before; otherwise it checks the policy against
+//! the spent budget, trains, and inserts the release *and* its charge, then commits with
+//! `synchronous = FULL`. Only after the commit does the caller get the learner, so a learner never
+//! leaves without its charge on disk, and a crash before the commit releases nothing. Releases are
+//! stored as bytes and served as stored; nothing is ever retrained per request. The budget is
+//! recomputed from the ledger on every check, so a restart cannot reset it.
+//!
+//! Composition is basic (ε and δ add up). Each charge records its neighbour relation, so that a
+//! tighter accountant can later compose guarantees of the same relation only.
+
+use crate::config::Policy;
+use dpagg_shared::mechanism::{MechanismError, PrivacyGuarantee, Release, ReleaseMetadata};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Relative slack when comparing a charge with the remaining budget, so that ten releases of
+/// ε = 0.1 fit a budget of 1.0 despite rounding (1e-12 of the budget: negligible for privacy).
+const BUDGET_SLACK: f64 = 1e-12;
+
+/// What to train.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spec {
+    /// Mechanism name.
+    pub mechanism: String,
+    /// ε.
+    pub epsilon: f64,
+    /// δ.
+    pub delta: f64,
+    /// λ.
+    pub lambda: f64,
+}
+
+impl Spec {
+    /// Identity of a spec under a schema: bit-exact parameters, so 0.1 and 0.1000…01 differ.
+    fn key(&self, schema_fingerprint: &str) -> String {
+        format!(
+            "{schema_fingerprint}:{}:{:016x}:{:016x}:{:016x}",
+            self.mechanism,
+            self.epsilon.to_bits(),
+            self.delta.to_bits(),
+            self.lambda.to_bits()
+        )
+    }
+}
+
+/// A release as stored and served.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredRelease {
+    /// 32 hex characters from the OS RNG.
+    pub release_id: String,
+    /// Milliseconds since the Unix epoch.
+    pub created_unix_ms: i64,
+    /// The spec asked for.
+    pub spec: Spec,
+    /// Schema fingerprint it was trained under.
+    pub schema_fingerprint: String,
+    /// The weights.
+    pub theta: Vec<f64>,
+    /// The mechanism's metadata.
+    pub metadata: ReleaseMetadata,
+}
+
+/// Spent budget under basic composition.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spent {
+    /// Σ ε of all charges.
+    pub epsilon: f64,
+    /// Σ δ of all charges.
+    pub delta: f64,
+    /// Number of charges.
+    pub charges: usize,
+}
+
+/// Database failures.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite failed.
+    #[error("{path}: {source}")]
+    Sqlite {
+        /// The database file.
+        path: String,
+        /// The error.
+        source: rusqlite::Error,
+    },
+    /// The state folder cannot be created.
+    #[error("{path}: cannot create the state folder: {source}")]
+    Io {
+        /// The folder.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A stored row cannot be decoded.
+    #[error("{path}: corrupt release {release_id}: {reason}")]
+    Corrupt {
+        /// The database file.
+        path: String,
+        /// The release.
+        release_id: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The operating system refused entropy for a release id.
+    #[error("cannot obtain entropy for a release id: {0}")]
+    Entropy(String),
+}
+
+/// Why a publish did not release anything.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// The remaining budget cannot pay for the spec.
+    #[error(
+        "privacy budget exhausted: this release needs ε = {epsilon}, δ = {delta}; remaining ε = {remaining_epsilon}, δ = {remaining_delta}"
+    )]
+    Exhausted {
+        /// ε asked for.
+        epsilon: f64,
+        /// δ asked for.
+        delta: f64,
+        /// ε remaining.
+        remaining_epsilon: f64,
+        /// δ remaining.
+        remaining_delta: f64,
+    },
+    /// The spec exceeds the per-release cap.
+    #[error("ε = {epsilon} exceeds this node's per-release cap of {cap}")]
+    OverCap {
+        /// ε asked for.
+        epsilon: f64,
+        /// The cap.
+        cap: f64,
+    },
+    /// The spec names no known mechanism.
+    #[error("unknown mechanism `{0}`")]
+    UnknownMechanism(String),
+    /// The mechanism refused (invalid parameter, data outside its assumptions, solver failure).
+    #[error(transparent)]
+    Mechanism(#[from] MechanismError),
+    /// The database failed; nothing was released.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The node's database.
+pub struct Store {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    reader: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+const SCHEMA_SQL: &str = "
+CREATE TABLE IF NOT EXISTS releases (
+    release_id TEXT PRIMARY KEY,
+    created_unix_ms INTEGER NOT NULL,
+    spec_key TEXT NOT NULL UNIQUE,
+    spec_json TEXT NOT NULL,
+    schema_fingerprint TEXT NOT NULL,
+    weights BLOB NOT NULL,
+    metadata_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ledger (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    release_id TEXT NOT NULL REFERENCES releases(release_id),
+    epsilon REAL NOT NULL,
+    delta REAL NOT NULL,
+    relation TEXT NOT NULL,
+    recorded_unix_ms INTEGER NOT NULL
+);
+";
+
+impl Store {
+    /// Opens (creating if needed) `state_dir/node.sqlite`.
+    pub fn open(state_dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(state_dir).map_err(|source| StoreError::Io {
+            path: state_dir.display().to_string(),
+            source,
+        })?;
+        let path = state_dir.join("node.sqlite");
+        let err = |source| StoreError::Sqlite {
+            path: path.display().to_string(),
+            source,
+        };
+        let open = || -> Result<Connection, rusqlite::Error> {
+            let c = Connection::open(&path)?;
+            c.busy_timeout(Duration::from_secs(60))?;
+            c.pragma_update(None, "journal_mode", "WAL")?;
+            c.pragma_update(None, "synchronous", "FULL")?;
+            c.pragma_update(None, "foreign_keys", "ON")?;
+            Ok(c)
+        };
+        let writer = open().map_err(err)?;
+        writer.execute_batch(SCHEMA_SQL).map_err(err)?;
+        let reader = open().map_err(err)?;
+        Ok(Self {
+            path,
+            writer: Mutex::new(writer),
+            reader: Mutex::new(reader),
+        })
+    }
+
+    fn err(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.display().to_string(),
+            source,
+        }
+    }
+
+    /// Budget spent so far (recomputed from the ledger).
+    pub fn spent(&self) -> Result<Spent, StoreError> {
+        let conn = self
+            .reader
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        spent(&conn).map_err(|e| self.err(e))
+    }
+
+    /// Every release, newest first.
+    pub fn releases(&self) -> Result<Vec<StoredRelease>, StoreError> {
+        self.query("SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json FROM releases ORDER BY created_unix_ms DESC, rowid DESC", [])
+    }
+
+    /// One release by id.
+    pub fn get(&self, release_id: &str) -> Result<Option<StoredRelease>, StoreError> {
+        Ok(self.query("SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json FROM releases WHERE release_id = ?1", [release_id])?.pop())
+    }
+
+    /// The release made for `spec` under `schema_fingerprint`, if any.
+    pub fn for_spec(
+        &self,
+        spec: &Spec,
+        schema_fingerprint: &str,
+    ) -> Result<Option<StoredRelease>, StoreError> {
+        Ok(self.query("SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json FROM releases WHERE spec_key = ?1", [spec.key(schema_fingerprint)])?.pop())
+    }
+
+    fn query<P: rusqlite::Params>(
+        &self,
+        sql: &str,
+        params: P,
+    ) -> Result<Vec<StoredRelease>, StoreError> {
+        let conn = self
+            .reader
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut stmt = conn.prepare_cached(sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params, |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, Vec<u8>>(4)?,
+                    r.get::<_, String>(5)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (
+                release_id,
+                created_unix_ms,
+                spec_json,
+                schema_fingerprint,
+                weights,
+                metadata_json,
+            ) = row.map_err(|e| self.err(e))?;
+            let corrupt = |reason: String| StoreError::Corrupt {
+                path: self.path.display().to_string(),
+                release_id: release_id.clone(),
+                reason,
+            };
+            let spec = serde_json::from_str(&spec_json).map_err(|e| corrupt(e.to_string()))?;
+            let metadata =
+                serde_json::from_str(&metadata_json).map_err(|e| corrupt(e.to_string()))?;
+            if weights.len() % 8 != 0 {
+                return Err(corrupt("weights are not a whole number of f64".into()));
+            }
+            let theta = weights
+                .chunks_exact(8)
+                .map(|b| f64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+                .collect();
+            out.push(StoredRelease {
+                release_id,
+                created_unix_ms,
+                spec,
+                schema_fingerprint,
+                theta,
+                metadata,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Publishes `spec` (see the module docs): returns the release and whether it is new.
+    ///
+    /// `guarantee` is what the mechanism promises (and what is charged); `train` runs only when
+    /// the policy allows the charge, inside the transaction.
+    pub fn publish(
+        &self,
+        spec: &Spec,
+        schema_fingerprint: &str,
+        policy: &Policy,
+        guarantee: PrivacyGuarantee,
+        train: impl FnOnce() -> Result<Release, MechanismError>,
+    ) -> Result<(StoredRelease, bool), PublishError> {
+        if let Some(existing) = self.for_spec(spec, schema_fingerprint)? {
+            return Ok((existing, false));
+        }
+        let mut conn = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e))?;
+        // Another process may have published the same spec since the check above.
+        let key = spec.key(schema_fingerprint);
+        let existing: Option<String> = tx
+            .query_row(
+                "SELECT release_id FROM releases WHERE spec_key = ?1",
+                [&key],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        if let Some(id) = existing {
+            drop(tx);
+            drop(conn);
+            return self.get(&id)?.map(|r| (r, false)).ok_or_else(|| {
+                PublishError::Store(StoreError::Corrupt {
+                    path: self.path.display().to_string(),
+                    release_id: id,
+                    reason: "vanished".into(),
+                })
+            });
+        }
+        if guarantee.epsilon > policy.cap() * (1.0 + BUDGET_SLACK) {
+            return Err(PublishError::OverCap {
+                epsilon: guarantee.epsilon,
+                cap: policy.cap(),
+            });
+        }
+        let s = spent(&tx).map_err(|e| self.err(e))?;
+        let (remaining_epsilon, remaining_delta) = (
+            (policy.epsilon_total - s.epsilon).max(0.0),
+            (policy.delta_total - s.delta).max(0.0),
+        );
+        let over =
+            |charge: f64, remaining: f64, total: f64| charge > remaining + BUDGET_SLACK * total;
+        if over(guarantee.epsilon, remaining_epsilon, policy.epsilon_total)
+            || over(guarantee.delta, remaining_delta, policy.delta_total)
+        {
+            return Err(PublishError::Exhausted {
+                epsilon: guarantee.epsilon,
+                delta: guarantee.delta,
+                remaining_epsilon,
+                remaining_delta,
+            });
+        }
+        let release = train()?;
+        let stored = StoredRelease {
+            release_id: release_id()?,
+            created_unix_ms: now_ms(),
+            spec: spec.clone(),
+            schema_fingerprint: schema_fingerprint.to_owned(),
+            theta: release.theta,
+            metadata: release.metadata,
+        };
+        let weights: Vec<u8> = stored.theta.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let encode = |what: &str, r: serde_json::Result<String>| {
+            r.map_err(|e| StoreError::Corrupt {
+                path: self.path.display().to_string(),
+                release_id: stored.release_id.clone(),
+                reason: format!("cannot encode {what}: {e}"),
+            })
+        };
+        let spec_json = encode("spec", serde_json::to_string(&stored.spec))?;
+        let metadata_json = encode("metadata", serde_json::to_string(&stored.metadata))?;
+        tx.execute(
+            "INSERT INTO releases (release_id, created_unix_ms, spec_key, spec_json, schema_fingerprint, weights, metadata_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![stored.release_id, stored.created_unix_ms, key, spec_json, stored.schema_fingerprint, weights, metadata_json],
+        )
+        .map_err(|e| self.err(e))?;
+        tx.execute(
+            "INSERT INTO ledger (release_id, epsilon, delta, relation, recorded_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![stored.release_id, guarantee.epsilon, guarantee.delta, guarantee.relation.to_string(), stored.created_unix_ms],
+        )
+        .map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok((stored, true))
+    }
+}
+
+fn spent(conn: &Connection) -> Result<Spent, rusqlite::Error> {
+    conn.query_row(
+        "SELECT COALESCE(SUM(epsilon), 0), COALESCE(SUM(delta), 0), COUNT(*) FROM ledger",
+        [],
+        |r| {
+            Ok(Spent {
+                epsilon: r.get(0)?,
+                delta: r.get(1)?,
+                charges: r.get::<_, i64>(2)? as usize,
+            })
+        },
+    )
+}
+
+fn release_id() -> Result<String, StoreError> {
+    use rand::TryRng;
+    let mut bytes = [0u8; 16];
+    rand::rngs::SysRng
+        .try_fill_bytes(&mut bytes)
+        .map_err(|e| StoreError::Entropy(e.to_string()))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// RFC 3339 text of a Unix time in milliseconds.
+pub fn rfc3339(unix_ms: i64) -> String {
+    let t = UNIX_EPOCH + Duration::from_millis(unix_ms.max(0) as u64);
+    humantime::format_rfc3339_millis(t).to_string()
+}

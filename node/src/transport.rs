@@ -1,0 +1,45 @@
+//! Transport set-up in one place: the node service plus tonic-health and server reflection on a
+//! listener, until a shutdown future resolves. Mutual TLS and an organisation allow-list (a later
+//! issue) belong here.
+
+use crate::node::Node;
+use crate::service::NodeService;
+use dpagg_proto::v1::FILE_DESCRIPTOR_SET;
+use dpagg_proto::v1::organisation_node_server::OrganisationNodeServer;
+use std::future::Future;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+
+/// Why the server stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// The reflection service could not be built from the descriptor set.
+    #[error("cannot build the reflection service: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    /// The server failed.
+    #[error("gRPC server failed: {0}")]
+    Server(#[from] tonic::transport::Error),
+}
+
+/// Serves `node` on `listener` until `shutdown` resolves, then drains in-flight requests.
+pub async fn serve(
+    listener: TcpListener,
+    node: Arc<Node>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), TransportError> {
+    let (reporter, health) = tonic_health::server::health_reporter();
+    reporter
+        .set_serving::<OrganisationNodeServer<NodeService>>()
+        .await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    tonic::transport::Server::builder()
+        .add_service(health)
+        .add_service(reflection)
+        .add_service(OrganisationNodeServer::new(NodeService::new(node)))
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .await?;
+    Ok(())
+}

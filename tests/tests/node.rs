@@ -1,0 +1,446 @@
+//! `dpagg-node` as a process over real gRPC: durability across restarts and crashes, the
+//! budget under concurrency, typed statuses, health and reflection, and bad input.
+
+use dpagg_proto::v1::organisation_node_client::OrganisationNodeClient;
+use dpagg_proto::v1::{
+    DescribeRequest, GetLearnerRequest, LearnerSpec, ListLearnersRequest, PublishLearnerRequest,
+    get_learner_request::Selector,
+};
+use dpagg_tests::{NodeProcess, assert_one_line_error, node_config, run};
+use tonic::Code;
+use tonic::transport::Channel;
+
+fn spec(epsilon: f64, lambda: f64) -> LearnerSpec {
+    LearnerSpec {
+        mechanism: "objective-perturbation".into(),
+        epsilon,
+        delta: 0.0,
+        lambda,
+    }
+}
+
+async fn client(node: &NodeProcess) -> OrganisationNodeClient<Channel> {
+    OrganisationNodeClient::connect(node.url())
+        .await
+        .expect("connect")
+}
+
+#[tokio::test]
+async fn releases_and_ledger_survive_restart_and_crash() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = node_config(dir.path(), "org-a", 3.0, 2.0, true, 60);
+    let mut node = NodeProcess::start(&config);
+    let mut c = client(&node).await;
+    let first = c
+        .publish_learner(PublishLearnerRequest {
+            spec: Some(spec(1.0, 0.01)),
+        })
+        .await
+        .expect("publish")
+        .into_inner();
+    let id = first
+        .metadata
+        .as_ref()
+        .expect("metadata")
+        .release_id
+        .clone();
+    assert!(
+        !first.metadata.as_ref().expect("metadata").seeded,
+        "a node's release must use the secure RNG"
+    );
+    assert_eq!(first.weights.len(), 9);
+    // Same spec again: same release, no new charge.
+    let again = c
+        .publish_learner(PublishLearnerRequest {
+            spec: Some(spec(1.0, 0.01)),
+        })
+        .await
+        .expect("publish")
+        .into_inner();
+    assert_eq!(again, first);
+    let spent = |d: dpagg_proto::v1::DescribeResponse| d.budget.expect("budget").epsilon_spent;
+    assert_eq!(
+        spent(
+            c.describe(DescribeRequest {})
+                .await
+                .expect("describe")
+                .into_inner()
+        ),
+        1.0
+    );
+
+    drop(c);
+    assert!(node.terminate(), "SIGTERM must shut the node down cleanly");
+    let mut node = NodeProcess::start(&config);
+    let mut c = client(&node).await;
+    let got = c
+        .get_learner(GetLearnerRequest {
+            selector: Some(Selector::ReleaseId(id.clone())),
+        })
+        .await
+        .expect("get")
+        .into_inner();
+    assert_eq!(got, first, "the same bytes are served after a restart");
+    assert_eq!(
+        spent(
+            c.describe(DescribeRequest {})
+                .await
+                .expect("describe")
+                .into_inner()
+        ),
+        1.0
+    );
+
+    // A crash right after a publish: the charge was committed before the learner was returned.
+    c.publish_learner(PublishLearnerRequest {
+        spec: Some(spec(1.5, 0.01)),
+    })
+    .await
+    .expect("publish");
+    node.kill();
+    let node = NodeProcess::start(&config);
+    let mut c = client(&node).await;
+    assert_eq!(
+        spent(
+            c.describe(DescribeRequest {})
+                .await
+                .expect("describe")
+                .into_inner()
+        ),
+        2.5
+    );
+    assert_eq!(
+        c.list_learners(ListLearnersRequest {})
+            .await
+            .expect("list")
+            .into_inner()
+            .learners
+            .len(),
+        2
+    );
+    let latest = c
+        .get_learner(GetLearnerRequest {
+            selector: Some(Selector::Latest(true)),
+        })
+        .await
+        .expect("latest")
+        .into_inner();
+    assert_eq!(
+        latest
+            .metadata
+            .expect("metadata")
+            .spec
+            .expect("spec")
+            .epsilon,
+        1.5
+    );
+    let by_spec = c
+        .get_learner(GetLearnerRequest {
+            selector: Some(Selector::Spec(spec(1.0, 0.01))),
+        })
+        .await
+        .expect("by spec")
+        .into_inner();
+    assert_eq!(by_spec, first);
+}
+
+#[tokio::test]
+async fn typed_statuses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = NodeProcess::start(&node_config(dir.path(), "org-b", 1.0, 0.8, true, 60));
+    let mut c = client(&node).await;
+    let code = |r: Result<tonic::Response<dpagg_proto::v1::PrivateLearner>, tonic::Status>| {
+        r.expect_err("must fail").code()
+    };
+    assert_eq!(
+        code(
+            c.publish_learner(PublishLearnerRequest {
+                spec: Some(spec(0.9, 0.01))
+            })
+            .await
+        ),
+        Code::FailedPrecondition
+    );
+    c.publish_learner(PublishLearnerRequest {
+        spec: Some(spec(0.8, 0.01)),
+    })
+    .await
+    .expect("within budget");
+    let over = c
+        .publish_learner(PublishLearnerRequest {
+            spec: Some(spec(0.5, 0.01)),
+        })
+        .await
+        .expect_err("over budget");
+    assert_eq!(over.code(), Code::ResourceExhausted);
+    assert!(over.message().contains("remaining"), "{}", over.message());
+    let mut unknown = spec(0.1, 0.01);
+    unknown.mechanism = "magic".into();
+    assert_eq!(
+        code(
+            c.publish_learner(PublishLearnerRequest {
+                spec: Some(unknown)
+            })
+            .await
+        ),
+        Code::InvalidArgument
+    );
+    assert_eq!(
+        code(
+            c.publish_learner(PublishLearnerRequest {
+                spec: Some(spec(-1.0, 0.01))
+            })
+            .await
+        ),
+        Code::InvalidArgument
+    );
+    assert_eq!(
+        code(
+            c.publish_learner(PublishLearnerRequest { spec: None })
+                .await
+        ),
+        Code::InvalidArgument
+    );
+    assert_eq!(
+        code(
+            c.get_learner(GetLearnerRequest {
+                selector: Some(Selector::ReleaseId("nope".into()))
+            })
+            .await
+        ),
+        Code::NotFound
+    );
+    assert_eq!(
+        code(c.get_learner(GetLearnerRequest { selector: None }).await),
+        Code::InvalidArgument
+    );
+
+    let dir2 = tempfile::tempdir().expect("tempdir");
+    let closed = NodeProcess::start(&node_config(dir2.path(), "org-c", 1.0, 1.0, false, 60));
+    let mut c = client(&closed).await;
+    assert_eq!(
+        code(
+            c.publish_learner(PublishLearnerRequest {
+                spec: Some(spec(0.5, 0.01))
+            })
+            .await
+        ),
+        Code::PermissionDenied
+    );
+}
+
+#[tokio::test]
+async fn concurrent_publishes_never_overspend() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = node_config(dir.path(), "org-d", 5.0, 1.0, true, 60);
+    let node = NodeProcess::start(&config);
+    let c = client(&node).await;
+    // 50 distinct specs of ε = 1 each against ε = 5, over gRPC, plus 5 local `publish` processes
+    // writing to the same ledger at the same time.
+    let mut tasks = Vec::new();
+    for k in 0..50 {
+        let mut c = c.clone();
+        tasks.push(tokio::spawn(async move {
+            c.publish_learner(PublishLearnerRequest {
+                spec: Some(spec(1.0, 0.01 + k as f64 * 1e-3)),
+            })
+            .await
+            .map(|_| ())
+            .map_err(|s| s.code())
+        }));
+    }
+    let cli: Vec<_> = (0..5)
+        .map(|k| {
+            let config = config.clone();
+            tokio::task::spawn_blocking(move || {
+                let lambda = format!("{}", 0.5 + k as f64 * 1e-3);
+                run(
+                    "dpagg-node",
+                    &[
+                        "publish",
+                        "--config",
+                        config.to_str().expect("utf8"),
+                        "--epsilon",
+                        "1",
+                        "--lambda",
+                        &lambda,
+                    ],
+                    config.parent().expect("dir"),
+                )
+                .status
+                .success()
+            })
+        })
+        .collect();
+    let mut ok = 0;
+    for t in tasks {
+        match t.await.expect("task") {
+            Ok(()) => ok += 1,
+            Err(code) => assert_eq!(code, Code::ResourceExhausted),
+        }
+    }
+    for t in cli {
+        ok += usize::from(t.await.expect("task"));
+    }
+    assert_eq!(ok, 5, "exactly the budget's worth of releases");
+    let mut c = c.clone();
+    let b = c
+        .describe(DescribeRequest {})
+        .await
+        .expect("describe")
+        .into_inner()
+        .budget
+        .expect("budget");
+    assert!(
+        (b.epsilon_spent - 5.0).abs() < 1e-9,
+        "spent {}",
+        b.epsilon_spent
+    );
+    assert_eq!(
+        c.list_learners(ListLearnersRequest {})
+            .await
+            .expect("list")
+            .into_inner()
+            .learners
+            .len(),
+        5
+    );
+}
+
+#[tokio::test]
+async fn health_and_reflection_are_served() {
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = NodeProcess::start(&node_config(dir.path(), "org-e", 1.0, 1.0, false, 60));
+    let out = run("dpagg-node", &["health", "--addr", &node.addr], dir.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let channel = Channel::from_shared(node.url())
+        .expect("url")
+        .connect()
+        .await
+        .expect("connect");
+    let mut r = ServerReflectionClient::new(channel);
+    let request = tonic_reflection::pb::v1::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut stream = r
+        .server_reflection_info(tokio_stream_once(request))
+        .await
+        .expect("reflection")
+        .into_inner();
+    let reply = stream.message().await.expect("message").expect("one reply");
+    let Some(MessageResponse::ListServicesResponse(list)) = reply.message_response else {
+        panic!("unexpected reply")
+    };
+    let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+    assert!(
+        names.iter().any(|n| n == "dpagg.v1.OrganisationNode"),
+        "{names:?}"
+    );
+}
+
+fn tokio_stream_once<T: Send + 'static>(
+    item: T,
+) -> impl tonic::codegen::tokio_stream::Stream<Item = T> {
+    tonic::codegen::tokio_stream::iter(vec![item])
+}
+
+#[test]
+fn bad_input_gives_one_line_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    let config = node_config(p, "org-f", 1.0, 1.0, false, 60);
+    assert_one_line_error(
+        &run(
+            "dpagg-node",
+            &["ledger", "--config", config.to_str().expect("utf8")],
+            p,
+        ),
+        &["nothing has been published"],
+    );
+    assert_one_line_error(
+        &run("dpagg-node", &["serve", "--config", "missing.toml"], p),
+        &["missing.toml"],
+    );
+    std::fs::write(p.join("bad.toml"), "organisation_id = \n").expect("write");
+    assert_one_line_error(
+        &run("dpagg-node", &["serve", "--config", "bad.toml"], p),
+        &["bad.toml"],
+    );
+    std::fs::write(
+        p.join("unknown.toml"),
+        "organisation_id = \"x\"\ncolour = \"blue\"\n",
+    )
+    .expect("write");
+    assert_one_line_error(
+        &run(
+            "dpagg-node",
+            &["publish", "--config", "unknown.toml", "--epsilon", "1"],
+            p,
+        ),
+        &["unknown.toml", "colour"],
+    );
+    // Schema mismatch: Breast Cancer schema over Diabetes rows.
+    std::fs::copy(
+        dpagg_tests::repo_root().join("data/breast_cancer.schema.toml"),
+        p.join("bc.schema.toml"),
+    )
+    .expect("copy");
+    assert_one_line_error(
+        &run(
+            "dpagg-node",
+            &[
+                "serve",
+                "--config",
+                config.to_str().expect("utf8"),
+                "--schema",
+                "bc.schema.toml",
+            ],
+            p,
+        ),
+        &["org-f.csv"],
+    );
+    assert_one_line_error(
+        &run(
+            "dpagg-node",
+            &[
+                "serve",
+                "--config",
+                config.to_str().expect("utf8"),
+                "--listen",
+                "not-an-address",
+            ],
+            p,
+        ),
+        &["listen"],
+    );
+    assert_one_line_error(
+        &run(
+            "dpagg-node",
+            &[
+                "publish",
+                "--config",
+                config.to_str().expect("utf8"),
+                "--epsilon",
+                "5",
+            ],
+            p,
+        ),
+        &["cap"],
+    );
+    assert_one_line_error(
+        &run(
+            "dpagg-node",
+            &["health", "--addr", "127.0.0.1:9", "--timeout", "1"],
+            p,
+        ),
+        &["127.0.0.1:9"],
+    );
+}
