@@ -2,14 +2,26 @@
 //!
 //! Subcommands:
 //! - `simulate`: the in-process simulation of seed 001 §5 (see [`dpagg_shared::simulation`]).
+//! - `run`: collect the organisations' learners over gRPC, validate them, mirror-average them on
+//!   the aggregator's own data and report accuracy against the local-only baseline ([`run`]).
+//! - `demo`: K real nodes on loopback and one `run` against them ([`demo`]).
 //! - `bench`: timings of the solver, mirror averaging and the full synthetic sweep against their
 //!   baselines and targets.
+//! - `bench-fetch`: collecting learners from 100 `dpagg-node` processes, concurrent against
+//!   sequential.
 //!
 //! Errors are printed as one line on stderr with a non-zero exit status.
 #![forbid(unsafe_code)]
 
 mod bench;
+mod bench_fetch;
+mod config;
+mod demo;
+mod fetch;
+mod report;
+mod run;
 mod simulate;
+mod validate;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -33,10 +45,16 @@ enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Collect the organisations' private learners and mirror-average them on own data.
+    Run(Box<run::Args>),
+    /// Start K nodes on loopback, publish at ε, run the aggregator against them, print the report.
+    Demo(demo::Args),
     /// Simulate K organisations exchanging private learners (seed 001 §5).
     Simulate(simulate::Args),
     /// Measure solver, mirror-averaging and simulation speed against baselines and targets.
     Bench(bench::Args),
+    /// Time collecting learners from many `dpagg-node` processes on loopback.
+    BenchFetch(bench_fetch::Args),
 }
 
 fn init_tracing(format: LogFormat) {
@@ -56,8 +74,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.log_format);
     let result = match cli.command {
+        Command::Run(args) => run::run(*args),
+        Command::Demo(args) => demo::run(args),
         Command::Simulate(args) => simulate::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::BenchFetch(args) => bench_fetch::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

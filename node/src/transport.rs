@@ -9,7 +9,7 @@ use dpagg_proto::v1::organisation_node_server::OrganisationNodeServer;
 use std::future::Future;
 use std::sync::Arc;
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::server::TcpIncoming;
 
 /// Why the server stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -39,7 +39,12 @@ pub async fn serve(
         .add_service(health)
         .add_service(reflection)
         .add_service(OrganisationNodeServer::new(NodeService::new(node)))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        // TCP_NODELAY: without it, Nagle's algorithm and delayed ACKs add ~40 ms to each small
+        // response on loopback (measured by `dpagg-aggregator bench-fetch`).
+        .serve_with_incoming_shutdown(
+            TcpIncoming::from(listener).with_nodelay(Some(true)),
+            shutdown,
+        )
         .await?;
     Ok(())
 }

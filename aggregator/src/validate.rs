@@ -1,0 +1,336 @@
+//! Checks a learner received from a node before it may be aggregated.
+//!
+//! A learner is aggregated only if its weights fit the aggregator's schema (dimension, all finite),
+//! its stated guarantee is within the acceptance policy, it was trained under the same public
+//! schema, it says it was made with a secure RNG (seeded noise gives no privacy), its proof's
+//! norm assumption is the one the schema normalisation guarantees, and — when a spec was asked
+//! for — it is a release of that spec. Anything else is excluded with a [`Violation`] naming why.
+
+use crate::config::{Acceptance, LearnerRequest};
+use dpagg_proto::v1 as pb;
+
+/// Why a learner is refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Violation {
+    /// The learner has no release metadata, so its guarantee is unknown.
+    #[error("no release metadata: the guarantee is unknown")]
+    MissingMetadata,
+    /// The weights do not fit the schema.
+    #[error("dimension mismatch: {found} weights, the schema has {expected} columns")]
+    DimensionMismatch {
+        /// Number of weights received.
+        found: usize,
+        /// The schema's dimension.
+        expected: usize,
+    },
+    /// A weight is NaN or infinite.
+    #[error("non-finite weight at index {index}")]
+    NonFinite {
+        /// Its index.
+        index: usize,
+    },
+    /// ε (or a malformed ε) over the policy.
+    #[error("over policy: ε = {epsilon} exceeds the accepted maximum {max}")]
+    EpsilonOverPolicy {
+        /// The learner's ε.
+        epsilon: f64,
+        /// The policy's maximum.
+        max: f64,
+    },
+    /// δ over the policy.
+    #[error("over policy: δ = {delta} exceeds the accepted maximum {max}")]
+    DeltaOverPolicy {
+        /// The learner's δ.
+        delta: f64,
+        /// The policy's maximum.
+        max: f64,
+    },
+    /// Trained under another schema.
+    #[error("schema mismatch: learner fingerprint {theirs}, ours {ours}")]
+    SchemaMismatch {
+        /// Its fingerprint.
+        theirs: String,
+        /// Ours.
+        ours: String,
+    },
+    /// Made with seeded noise.
+    #[error("seeded release: its noise came from a seeded generator, so it has no privacy")]
+    Seeded,
+    /// Its guarantee is not proven for the sampler used.
+    #[error(
+        "unproven guarantee: the release says its guarantee is not proven (allow_unproven is off)"
+    )]
+    Unproven,
+    /// The proof assumed a larger row norm than the schema guarantees.
+    #[error("norm assumption {bound} differs from the unit ball the schema guarantees")]
+    NormAssumption {
+        /// The assumed bound.
+        bound: f64,
+    },
+    /// The guarantee has no neighbour relation, so it cannot be interpreted.
+    #[error("no neighbour relation: the guarantee cannot be interpreted")]
+    NoRelation,
+    /// Not a release of the requested spec.
+    #[error("spec mismatch: asked for {asked}, got {got}")]
+    SpecMismatch {
+        /// What was asked for.
+        asked: String,
+        /// What came.
+        got: String,
+    },
+}
+
+impl Violation {
+    /// A stable short code for reports and scripts.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::MissingMetadata => "missing_metadata",
+            Self::DimensionMismatch { .. } => "dimension_mismatch",
+            Self::NonFinite { .. } => "non_finite",
+            Self::EpsilonOverPolicy { .. } | Self::DeltaOverPolicy { .. } => "over_policy",
+            Self::SchemaMismatch { .. } => "schema_mismatch",
+            Self::Seeded => "seeded",
+            Self::Unproven => "unproven",
+            Self::NormAssumption { .. } => "norm_assumption",
+            Self::NoRelation => "no_relation",
+            Self::SpecMismatch { .. } => "spec_mismatch",
+        }
+    }
+}
+
+/// What the aggregator checks a learner against.
+#[derive(Debug, Clone)]
+pub struct Context<'a> {
+    /// The schema's dimension.
+    pub dim: usize,
+    /// The schema's fingerprint.
+    pub fingerprint: &'a str,
+    /// The policy.
+    pub accept: Acceptance,
+    /// What was asked for.
+    pub request: &'a LearnerRequest,
+}
+
+fn spec_text(m: &str, e: f64, d: f64, l: f64) -> String {
+    format!("{m} ε={e} δ={d} λ={l}")
+}
+
+/// Checks `learner` (whose node described its schema as `described_fingerprint`).
+pub fn validate(
+    learner: &pb::PrivateLearner,
+    described_fingerprint: &str,
+    cx: &Context<'_>,
+) -> Result<(), Violation> {
+    let m = learner
+        .metadata
+        .as_ref()
+        .ok_or(Violation::MissingMetadata)?;
+    if learner.weights.len() != cx.dim || m.dim as usize != cx.dim {
+        return Err(Violation::DimensionMismatch {
+            found: learner.weights.len(),
+            expected: cx.dim,
+        });
+    }
+    if let Some(index) = learner.weights.iter().position(|w| !w.is_finite()) {
+        return Err(Violation::NonFinite { index });
+    }
+    // A NaN guarantee is outside every range, so it is refused too.
+    if !(0.0..=cx.accept.max_epsilon).contains(&m.epsilon) {
+        return Err(Violation::EpsilonOverPolicy {
+            epsilon: m.epsilon,
+            max: cx.accept.max_epsilon,
+        });
+    }
+    if !(0.0..=cx.accept.max_delta).contains(&m.delta) {
+        return Err(Violation::DeltaOverPolicy {
+            delta: m.delta,
+            max: cx.accept.max_delta,
+        });
+    }
+    if cx.accept.schema_must_match {
+        for theirs in [m.schema_fingerprint.as_str(), described_fingerprint] {
+            if theirs != cx.fingerprint {
+                return Err(Violation::SchemaMismatch {
+                    theirs: theirs.to_owned(),
+                    ours: cx.fingerprint.to_owned(),
+                });
+            }
+        }
+    }
+    if m.seeded && !cx.accept.allow_seeded {
+        return Err(Violation::Seeded);
+    }
+    if m.parameters.get("proven") == Some(&0.0) && !cx.accept.allow_unproven {
+        return Err(Violation::Unproven);
+    }
+    if !(m.max_row_norm > 0.0 && m.max_row_norm <= 1.0) {
+        return Err(Violation::NormAssumption {
+            bound: m.max_row_norm,
+        });
+    }
+    if m.neighbour_relation == pb::NeighbourRelation::Unspecified as i32
+        || pb::NeighbourRelation::try_from(m.neighbour_relation).is_err()
+    {
+        return Err(Violation::NoRelation);
+    }
+    if let LearnerRequest::Spec {
+        mechanism,
+        epsilon,
+        delta,
+        lambda,
+        ..
+    } = cx.request
+    {
+        let got = m.spec.clone().unwrap_or_default();
+        let same = got.mechanism == *mechanism
+            && got.epsilon == *epsilon
+            && got.delta == *delta
+            && got.lambda == *lambda;
+        if !same {
+            return Err(Violation::SpecMismatch {
+                asked: spec_text(mechanism, *epsilon, *delta, *lambda),
+                got: spec_text(&got.mechanism, got.epsilon, got.delta, got.lambda),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FP: &str = "abc";
+
+    fn request() -> LearnerRequest {
+        LearnerRequest::Spec {
+            mechanism: "objective-perturbation".into(),
+            epsilon: 1.0,
+            delta: 0.0,
+            lambda: 0.01,
+            publish: false,
+        }
+    }
+
+    fn accept() -> Acceptance {
+        Acceptance {
+            max_epsilon: 2.0,
+            max_delta: 1e-5,
+            schema_must_match: true,
+            allow_seeded: false,
+            allow_unproven: false,
+            min_learners: 1,
+        }
+    }
+
+    fn good() -> pb::PrivateLearner {
+        pb::PrivateLearner {
+            weights: vec![0.5, -0.25, 1.0],
+            metadata: Some(pb::ReleaseMetadata {
+                epsilon: 1.0,
+                delta: 0.0,
+                neighbour_relation: pb::NeighbourRelation::ReplaceOne as i32,
+                max_row_norm: 1.0,
+                schema_fingerprint: FP.into(),
+                dim: 3,
+                spec: Some(pb::LearnerSpec {
+                    mechanism: "objective-perturbation".into(),
+                    epsilon: 1.0,
+                    delta: 0.0,
+                    lambda: 0.01,
+                }),
+                ..Default::default()
+            }),
+        }
+    }
+
+    fn check(l: &pb::PrivateLearner) -> Result<(), Violation> {
+        let r = request();
+        validate(
+            l,
+            FP,
+            &Context {
+                dim: 3,
+                fingerprint: FP,
+                accept: accept(),
+                request: &r,
+            },
+        )
+    }
+
+    fn with(f: impl FnOnce(&mut pb::PrivateLearner)) -> pb::PrivateLearner {
+        let mut l = good();
+        f(&mut l);
+        l
+    }
+
+    fn meta(l: &mut pb::PrivateLearner) -> &mut pb::ReleaseMetadata {
+        l.metadata.as_mut().expect("metadata")
+    }
+
+    #[test]
+    fn a_valid_learner_passes() {
+        assert_eq!(check(&good()), Ok(()));
+    }
+
+    #[test]
+    fn each_violation_is_named() {
+        let cases: Vec<(pb::PrivateLearner, &str)> = vec![
+            (with(|l| l.metadata = None), "missing_metadata"),
+            (with(|l| l.weights.push(0.0)), "dimension_mismatch"),
+            (with(|l| l.weights[1] = f64::NAN), "non_finite"),
+            (with(|l| l.weights[2] = f64::INFINITY), "non_finite"),
+            (with(|l| meta(l).epsilon = 2.5), "over_policy"),
+            (with(|l| meta(l).epsilon = f64::NAN), "over_policy"),
+            (with(|l| meta(l).delta = 1e-3), "over_policy"),
+            (
+                with(|l| meta(l).schema_fingerprint = "other".into()),
+                "schema_mismatch",
+            ),
+            (with(|l| meta(l).seeded = true), "seeded"),
+            (
+                with(|l| {
+                    meta(l).parameters.insert("proven".into(), 0.0);
+                }),
+                "unproven",
+            ),
+            (with(|l| meta(l).max_row_norm = 2.0), "norm_assumption"),
+            (with(|l| meta(l).neighbour_relation = 0), "no_relation"),
+            (with(|l| meta(l).neighbour_relation = 7), "no_relation"),
+            (
+                with(|l| meta(l).spec.as_mut().expect("spec").lambda = 0.1),
+                "spec_mismatch",
+            ),
+        ];
+        for (learner, code) in cases {
+            let got = check(&learner).expect_err(code);
+            assert_eq!(got.code(), code, "{got}");
+        }
+    }
+
+    #[test]
+    fn described_schema_must_match_too() {
+        let r = request();
+        let cx = Context {
+            dim: 3,
+            fingerprint: FP,
+            accept: accept(),
+            request: &r,
+        };
+        let e = validate(&good(), "other", &cx).expect_err("described schema differs");
+        assert_eq!(e.code(), "schema_mismatch");
+    }
+
+    #[test]
+    fn latest_accepts_any_spec_within_policy() {
+        let r = LearnerRequest::Latest;
+        let l = with(|l| meta(l).spec.as_mut().expect("spec").lambda = 0.1);
+        let cx = Context {
+            dim: 3,
+            fingerprint: FP,
+            accept: accept(),
+            request: &r,
+        };
+        assert_eq!(validate(&l, FP, &cx), Ok(()));
+    }
+}
