@@ -1,0 +1,462 @@
+//! `dpagg-aggregator run` and `demo` against real `dpagg-node` processes and fake nodes: invalid
+//! learners are excluded with the right reason, a node killed with SIGKILL mid-run is excluded
+//! while the run completes, publishing on request charges once, and bad input gives one line.
+
+use dpagg_proto::v1 as pb;
+use dpagg_proto::v1::organisation_node_server::{OrganisationNode, OrganisationNodeServer};
+use dpagg_tests::{NodeProcess, assert_one_line_error, node_config, repo_root, run};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tonic::{Request, Response, Status};
+
+/// Fingerprint of the bundled Diabetes schema, as real nodes report it.
+fn diabetes_fingerprint() -> String {
+    dpagg_shared::schema::Schema::load(&repo_root().join("data/diabetes.schema.toml"))
+        .expect("bundled schema")
+        .fingerprint()
+}
+
+/// A node that serves one fixed learner, optionally slowly.
+#[derive(Clone)]
+struct FakeNode {
+    id: String,
+    learner: pb::PrivateLearner,
+    fingerprint: String,
+    delay: Duration,
+}
+
+#[tonic::async_trait]
+impl OrganisationNode for FakeNode {
+    async fn describe(
+        &self,
+        _: Request<pb::DescribeRequest>,
+    ) -> Result<Response<pb::DescribeResponse>, Status> {
+        tokio::time::sleep(self.delay).await;
+        Ok(Response::new(pb::DescribeResponse {
+            organisation_id: self.id.clone(),
+            schema_fingerprint: self.fingerprint.clone(),
+            ..Default::default()
+        }))
+    }
+    async fn list_learners(
+        &self,
+        _: Request<pb::ListLearnersRequest>,
+    ) -> Result<Response<pb::ListLearnersResponse>, Status> {
+        Ok(Response::new(pb::ListLearnersResponse {
+            learners: vec![self.learner.clone()],
+        }))
+    }
+    async fn get_learner(
+        &self,
+        _: Request<pb::GetLearnerRequest>,
+    ) -> Result<Response<pb::PrivateLearner>, Status> {
+        Ok(Response::new(self.learner.clone()))
+    }
+    async fn publish_learner(
+        &self,
+        _: Request<pb::PublishLearnerRequest>,
+    ) -> Result<Response<pb::PrivateLearner>, Status> {
+        Err(Status::permission_denied("fake"))
+    }
+}
+
+fn meta(l: &mut pb::PrivateLearner) -> &mut pb::ReleaseMetadata {
+    l.metadata.as_mut().expect("metadata")
+}
+
+/// A well-formed learner for the Diabetes schema (dimension 9) and the default spec.
+fn valid_learner(id: &str) -> pb::PrivateLearner {
+    pb::PrivateLearner {
+        weights: vec![0.1, -0.2, 0.3, 0.0, 0.5, 0.1, 0.2, 0.1, -0.1],
+        metadata: Some(pb::ReleaseMetadata {
+            release_id: format!("fake-{id}"),
+            mechanism: "objective-perturbation".into(),
+            epsilon: 1.0,
+            delta: 0.0,
+            neighbour_relation: pb::NeighbourRelation::ReplaceOne as i32,
+            max_row_norm: 1.0,
+            schema_fingerprint: diabetes_fingerprint(),
+            dim: 9,
+            spec: Some(pb::LearnerSpec {
+                mechanism: "objective-perturbation".into(),
+                epsilon: 1.0,
+                delta: 0.0,
+                lambda: 0.01,
+            }),
+            ..Default::default()
+        }),
+    }
+}
+
+/// Serves `fake` on an ephemeral loopback port until the returned sender is dropped.
+async fn serve_fake(fake: FakeNode) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(OrganisationNodeServer::new(fake))
+            .serve_with_incoming_shutdown(
+                tonic::transport::server::TcpIncoming::from(listener),
+                async {
+                    let _ = rx.await;
+                },
+            ),
+    );
+    (url, tx)
+}
+
+/// An endpoint where nothing listens.
+fn dead_endpoint() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", l.local_addr().expect("addr"));
+    drop(l);
+    url
+}
+
+/// A real node with one learner published by its operator (ε = 1, λ = 0.01).
+fn published_node(dir: &Path, id: &str) -> NodeProcess {
+    let config = node_config(dir, id, 5.0, 2.0, false, 60);
+    let out = run(
+        "dpagg-node",
+        &[
+            "publish",
+            "--config",
+            config.to_str().expect("utf8"),
+            "--epsilon",
+            "1",
+        ],
+        dir,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    NodeProcess::start(&config)
+}
+
+/// Writes the aggregator's own data (Diabetes rows 400…) and an aggregator config.
+fn aggregator_config(dir: &Path, nodes: &[String], extra: &str) -> PathBuf {
+    let csv = std::fs::read_to_string(repo_root().join("data/diabetes.csv")).expect("data");
+    let mut lines = csv.lines();
+    let mut own = format!("{}\n", lines.next().expect("header"));
+    for l in lines.skip(400).take(200) {
+        own.push_str(l);
+        own.push('\n');
+    }
+    std::fs::write(dir.join("own.csv"), own).expect("write");
+    std::fs::copy(
+        repo_root().join("data/diabetes.schema.toml"),
+        dir.join("agg.schema.toml"),
+    )
+    .expect("copy");
+    let list: Vec<String> = nodes.iter().map(|n| format!("\"{n}\"")).collect();
+    let path = dir.join("aggregator.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "data = \"own.csv\"\nschema = \"agg.schema.toml\"\nout = \"report\"\nnodes = [{}]\ntimeout_ms = 3000\nretries = 1\nbackoff_ms = 50\n{extra}",
+            list.join(", ")
+        ),
+    )
+    .expect("write");
+    path
+}
+
+/// Runs `dpagg-aggregator run --config` off the async runtime and returns its output.
+async fn run_aggregator(dir: &Path, config: &Path) -> std::process::Output {
+    let (dir, config) = (dir.to_owned(), config.to_owned());
+    tokio::task::spawn_blocking(move || {
+        run(
+            "dpagg-aggregator",
+            &["run", "--config", config.to_str().expect("utf8")],
+            &dir,
+        )
+    })
+    .await
+    .expect("join")
+}
+
+fn report(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("report/report.json")).expect("report.json");
+    serde_json::from_str(&text).expect("json")
+}
+
+/// (status, exclusion code) of each node in the report, in order.
+fn statuses(r: &Value) -> Vec<(String, String)> {
+    r["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| {
+            (
+                n["status"].as_str().expect("status").to_owned(),
+                n["exclusion"]["code"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_learners_are_excluded_with_their_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let real = published_node(dir.path(), "org-a");
+    let fp = diabetes_fingerprint();
+    let fake = |id: &str, f: &dyn Fn(&mut pb::PrivateLearner), fingerprint: &str| {
+        let mut learner = valid_learner(id);
+        f(&mut learner);
+        FakeNode {
+            id: id.to_owned(),
+            learner,
+            fingerprint: fingerprint.to_owned(),
+            delay: Duration::ZERO,
+        }
+    };
+    let fakes = vec![
+        fake("good", &|_| {}, &fp),
+        fake("nan", &|l| l.weights[3] = f64::NAN, &fp),
+        fake("short", &|l| l.weights.truncate(5), &fp),
+        fake("greedy", &|l| meta(l).epsilon = 5.0, &fp),
+        fake("other-schema", &|_| {}, "0123456789abcdef"),
+        fake("seeded", &|l| meta(l).seeded = true, &fp),
+    ];
+    let mut urls = vec![real.url()];
+    let mut guards = Vec::new();
+    for f in fakes {
+        let (url, guard) = serve_fake(f).await;
+        urls.push(url);
+        guards.push(guard);
+    }
+    urls.push(dead_endpoint());
+    let config = aggregator_config(dir.path(), &urls, "");
+    let out = run_aggregator(dir.path(), &config).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("mirror averaging"), "{stdout}");
+    let r = report(dir.path());
+    let expected: Vec<(&str, &str)> = vec![
+        ("included", ""),
+        ("included", ""),
+        ("excluded", "non_finite"),
+        ("excluded", "dimension_mismatch"),
+        ("excluded", "over_policy"),
+        ("excluded", "schema_mismatch"),
+        ("excluded", "seeded"),
+        ("excluded", "unreachable"),
+    ];
+    let got = statuses(&r);
+    let got: Vec<(&str, &str)> = got.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    assert_eq!(got, expected);
+    assert_eq!(r["included"], 2);
+    assert_eq!(r["excluded"], 6);
+    // The weights of the included learners are a probability vector; excluded ones have none.
+    let weights: Vec<f64> = r["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter_map(|n| n["weight"].as_f64())
+        .collect();
+    assert_eq!(weights.len(), 2);
+    assert!((weights.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+    for key in [
+        "local_baseline_accuracy",
+        "mirror_averaged_accuracy",
+        "with_own_learner_accuracy",
+    ] {
+        let a = r[key].as_f64().expect(key);
+        assert!((0.0..=1.0).contains(&a), "{key} = {a}");
+    }
+    assert!(
+        r["nodes"][4]["exclusion"]["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("ε = 5")
+    );
+    let html = std::fs::read_to_string(dir.path().join("report/report.html")).expect("html");
+    assert!(html.contains("<svg") && html.contains("non-finite weight"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_killed_mid_run_is_excluded_and_the_run_completes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // One node at a time: the slow fake node holds the aggregator for 1.5 s, during which the
+    // real node behind it is killed with SIGKILL; a third node answers normally.
+    let (slow, _guard) = serve_fake(FakeNode {
+        id: "slow".into(),
+        learner: valid_learner("slow"),
+        fingerprint: diabetes_fingerprint(),
+        delay: Duration::from_millis(1500),
+    })
+    .await;
+    let mut victim = published_node(dir.path(), "org-victim");
+    let survivor = published_node(dir.path(), "org-survivor");
+    let urls = vec![slow, victim.url(), survivor.url()];
+    let config = aggregator_config(dir.path(), &urls, "concurrency = 1\n");
+    let work = dir.path().to_owned();
+    let aggregator = tokio::spawn(async move { run_aggregator(&work, &config).await });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!aggregator.is_finished(), "the run ended before the kill");
+    victim.kill();
+    let out = aggregator.await.expect("join");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = report(dir.path());
+    let got = statuses(&r);
+    assert_eq!(got[0], ("included".into(), String::new()));
+    assert_eq!(got[1], ("excluded".into(), "unreachable".into()));
+    assert_eq!(got[2], ("included".into(), String::new()));
+    assert!(
+        r["nodes"][1]["exclusion"]["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("2 attempt(s)"),
+        "one retry was configured: {}",
+        r["nodes"][1]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publishing_on_request_charges_once_and_serves_the_same_release() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node_cfg = node_config(dir.path(), "org-p", 3.0, 2.0, true, 60);
+    let node = NodeProcess::start(&node_cfg);
+    let config = aggregator_config(dir.path(), &[node.url()], "publish = true\n");
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let out = run_aggregator(dir.path(), &config).await;
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        ids.push(report(dir.path())["nodes"][0]["release_id"].clone());
+    }
+    assert_eq!(ids[0], ids[1], "the same spec must return the same release");
+    let ledger = run(
+        "dpagg-node",
+        &["ledger", "--config", node_cfg.to_str().expect("utf8")],
+        dir.path(),
+    );
+    let text = String::from_utf8_lossy(&ledger.stdout);
+    assert!(text.contains("spent 1.000000"), "{text}");
+    assert!(text.contains("1 release(s)"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gives_one_line_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().to_owned();
+    let agg = |args: &'static [&'static str]| {
+        let p = p.clone();
+        tokio::task::spawn_blocking(move || run("dpagg-aggregator", args, &p))
+    };
+    // Only unreachable nodes: the run fails cleanly, naming the endpoint and the reason.
+    let dead = dead_endpoint();
+    let config = aggregator_config(&p, std::slice::from_ref(&dead), "");
+    let out = run_aggregator(&p, &config).await;
+    assert_one_line_error(&out, &["only 0 of 1", &dead, "unreachable"]);
+    assert!(!p.join("report/report.json").exists());
+    // Every node trained under another schema.
+    let (other, _guard) = serve_fake(FakeNode {
+        id: "other".into(),
+        learner: valid_learner("other"),
+        fingerprint: "feedface".into(),
+        delay: Duration::ZERO,
+    })
+    .await;
+    let config = aggregator_config(&p, &[other], "");
+    assert_one_line_error(
+        &run_aggregator(&p, &config).await,
+        &["schema mismatch", "feedface"],
+    );
+    // Missing files, malformed and unknown settings, bad endpoints, data not matching the schema.
+    std::fs::write(p.join("bad.toml"), "data = \n").expect("write");
+    std::fs::write(
+        p.join("unknown.toml"),
+        "data = \"own.csv\"\nschema = \"agg.schema.toml\"\nnodes = [\"http://127.0.0.1:1\"]\ncolour = 1\n",
+    )
+    .expect("write");
+    std::fs::copy(
+        repo_root().join("data/breast_cancer.schema.toml"),
+        p.join("bc.schema.toml"),
+    )
+    .expect("copy");
+    let cases: [(&'static [&'static str], &[&str]); 6] = [
+        (&["run", "--config", "missing.toml"], &["missing.toml"]),
+        (&["run", "--config", "bad.toml"], &["bad.toml"]),
+        (
+            &["run", "--config", "unknown.toml"],
+            &["unknown.toml", "colour"],
+        ),
+        (
+            &["run", "--config", "aggregator.toml", "--data", "nope.csv"],
+            &["nope.csv"],
+        ),
+        (
+            &[
+                "run",
+                "--config",
+                "aggregator.toml",
+                "--node",
+                "127.0.0.1:50051",
+            ],
+            &["nodes", "http://"],
+        ),
+        (
+            &[
+                "run",
+                "--config",
+                "aggregator.toml",
+                "--schema",
+                "bc.schema.toml",
+            ],
+            &["own.csv"],
+        ),
+    ];
+    for (args, needles) in cases {
+        assert_one_line_error(&agg(args).await.expect("join"), needles);
+    }
+    assert_one_line_error(
+        &agg(&["demo", "--nodes", "40"]).await.expect("join"),
+        &["at most"],
+    );
+}
+
+#[test]
+fn demo_runs_nodes_over_grpc_and_reports() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run(
+        "dpagg-aggregator",
+        &["demo", "--nodes", "3", "--out", "demo"],
+        dir.path(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("3 nodes published"), "{stdout}");
+    let r: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("demo/report.json")).expect("report"),
+    )
+    .expect("json");
+    assert_eq!(r["included"], 3);
+    assert_eq!(r["test_rows"], 168);
+    assert_eq!(r["train_rows"], 150);
+    for n in r["nodes"].as_array().expect("nodes") {
+        assert_eq!(n["epsilon"], 1.0);
+        assert_eq!(n["mechanism"], "objective-perturbation");
+    }
+}
