@@ -12,10 +12,14 @@
 //! - [`objective_perturbation_gaussian`]: (ε, δ)-DP, seed 001 Algorithm 1 line 5 (Kifer, Smith &
 //!   Thakurta 2012).
 //! - [`output_perturbation`]: ε-DP, Chaudhuri, Monteleoni & Sarwate 2011 Algorithm 1.
+//! - [`gibbs_posterior`]: (ε, δ)-DP sampling from a Gibbs posterior, Minami et al. NIPS 2016
+//!   (Theorem 7 / Corollary 8 for the exact sample, Proposition 13 for Langevin Monte Carlo), with
+//!   a cheaper variant whose sampler is not covered by any proof and says so.
 //!
 //! Every mechanism here assumes ||x||₂ ≤ 1 for every row (guaranteed by schema normalisation) and
 //! refuses to release otherwise.
 
+pub mod gibbs_posterior;
 pub mod objective_perturbation;
 pub mod objective_perturbation_gaussian;
 pub mod output_perturbation;
@@ -26,6 +30,7 @@ use crate::solver::SolverError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub use gibbs_posterior::{GibbsError, GibbsPosterior, GibbsSampler};
 pub use objective_perturbation::ObjectivePerturbation;
 pub use objective_perturbation_gaussian::GaussianObjectivePerturbation;
 pub use output_perturbation::OutputPerturbation;
@@ -160,6 +165,9 @@ pub enum MechanismError {
     /// The optimiser failed; nothing is released.
     #[error(transparent)]
     Solver(#[from] SolverError),
+    /// The Gibbs-posterior sampler cannot run as configured; nothing is released.
+    #[error(transparent)]
+    Gibbs(#[from] GibbsError),
 }
 
 /// A differentially private learner.
