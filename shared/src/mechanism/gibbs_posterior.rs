@@ -481,8 +481,12 @@ fn total_delta(epsilon: f64, delta: f64, gamma: f64) -> f64 {
 }
 
 impl Mechanism for GibbsPosterior {
+    fn is_proven(&self) -> bool {
+        GibbsPosterior::is_proven(self)
+    }
+
     fn name(&self) -> &'static str {
-        if self.is_proven() {
+        if GibbsPosterior::is_proven(self) {
             NAME
         } else {
             NAME_UNPROVEN

@@ -20,6 +20,7 @@
 //! refuses to release otherwise.
 
 pub mod gibbs_posterior;
+pub mod kind;
 pub mod objective_perturbation;
 pub mod objective_perturbation_gaussian;
 pub mod output_perturbation;
@@ -31,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub use gibbs_posterior::{GibbsError, GibbsPosterior, GibbsSampler};
+pub use kind::{MechanismKind, Options};
 pub use objective_perturbation::ObjectivePerturbation;
 pub use objective_perturbation_gaussian::GaussianObjectivePerturbation;
 pub use output_perturbation::OutputPerturbation;
@@ -168,6 +170,16 @@ pub enum MechanismError {
     /// The Gibbs-posterior sampler cannot run as configured; nothing is released.
     #[error(transparent)]
     Gibbs(#[from] GibbsError),
+    /// A mechanism option that the mechanism does not take.
+    #[error("unknown option `{name}` for {mechanism} (it takes: {accepted})")]
+    UnknownOption {
+        /// The option given.
+        name: String,
+        /// The mechanism.
+        mechanism: &'static str,
+        /// The options it takes.
+        accepted: String,
+    },
 }
 
 /// A differentially private learner.
@@ -178,6 +190,11 @@ pub trait Mechanism: Send + Sync {
     fn guarantee(&self) -> PrivacyGuarantee;
     /// Trains on `data` and returns the private learner.
     fn release(&self, data: &Dataset, noise: &mut NoiseSource) -> Result<Release, MechanismError>;
+    /// False when the stated guarantee is not proven for the algorithm as run (e.g. an
+    /// approximate sampler with no convergence bound); a node policy may refuse such releases.
+    fn is_proven(&self) -> bool {
+        true
+    }
 }
 
 /// Checks the preconditions shared by all mechanisms: non-empty data within the norm bound.
@@ -249,57 +266,6 @@ pub(crate) fn uniform_direction(dim: usize, rng: &mut NoiseSource) -> Vec<f64> {
         let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
         if norm > 0.0 {
             return v.into_iter().map(|x| x / norm).collect();
-        }
-    }
-}
-
-/// The mechanisms a user can name (CLI, config, RPC).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MechanismKind {
-    /// Objective perturbation: ε-DP (CMS 2011 Alg. 2) when δ = 0, else (ε, δ)-DP (KST 2012).
-    ObjectivePerturbation,
-    /// Output perturbation: ε-DP (CMS 2011 Alg. 1); δ must be 0.
-    OutputPerturbation,
-}
-
-impl MechanismKind {
-    /// All kinds with their command-line names.
-    pub const ALL: [(&'static str, MechanismKind); 2] = [
-        (
-            "objective-perturbation",
-            MechanismKind::ObjectivePerturbation,
-        ),
-        ("output-perturbation", MechanismKind::OutputPerturbation),
-    ];
-
-    /// Parses a command-line name.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
-    }
-
-    /// Builds the mechanism for one privacy level. `delta = 0` selects the pure ε-DP variant.
-    pub fn build(
-        self,
-        epsilon: f64,
-        delta: f64,
-        lambda: f64,
-    ) -> Result<Box<dyn Mechanism>, MechanismError> {
-        match self {
-            Self::ObjectivePerturbation if delta == 0.0 => {
-                Ok(Box::new(ObjectivePerturbation::new(epsilon, lambda)?))
-            }
-            Self::ObjectivePerturbation => Ok(Box::new(GaussianObjectivePerturbation::new(
-                epsilon, delta, lambda,
-            )?)),
-            Self::OutputPerturbation if delta == 0.0 => {
-                Ok(Box::new(OutputPerturbation::new(epsilon, lambda)?))
-            }
-            Self::OutputPerturbation => Err(MechanismError::InvalidParameter {
-                name: "delta",
-                value: delta,
-                requirement: "must be 0 for output-perturbation (it is pure ε-DP)",
-            }),
         }
     }
 }

@@ -1,0 +1,297 @@
+//! The mechanisms a user can name (command line, node configuration, RPC), their options and
+//! how each is built from (ε, δ, λ, options).
+//!
+//! Options are public hyper-parameters with documented defaults (never derived from data,
+//! invariant 2); an option a mechanism does not take is an error, not ignored.
+
+use super::{
+    GaussianObjectivePerturbation, GibbsPosterior, GibbsSampler, Mechanism, MechanismError,
+    ObjectivePerturbation, OutputPerturbation,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Mechanism options by name (e.g. `gamma`, `steps`).
+pub type Options = BTreeMap<String, f64>;
+
+/// One option a mechanism takes: name, default and meaning.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OptionSpec {
+    /// Its name.
+    pub name: &'static str,
+    /// The value used when it is not given.
+    pub default: f64,
+    /// What it means.
+    pub help: &'static str,
+}
+
+const GIBBS_PROVEN_OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "gamma",
+        default: 1e-3,
+        help: "total-variation target γ of Proposition 13; the release is (ε, δ + (1 + e^ε)γ)-DP",
+    },
+    OptionSpec {
+        name: "max_steps",
+        default: 1e9,
+        help: "refuse to release when Proposition 13 needs more Langevin steps than this",
+    },
+];
+
+const GIBBS_UNPROVEN_OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "steps",
+        default: 1000.0,
+        help: "Langevin steps (no theorem bounds the sampler's error)",
+    },
+    OptionSpec {
+        name: "step_scale",
+        default: 0.5,
+        help: "step size h = step_scale / M, in (0, 1]",
+    },
+];
+
+/// The mechanisms a user can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MechanismKind {
+    /// Objective perturbation: ε-DP (CMS 2011 Alg. 2) when δ = 0, else (ε, δ)-DP (KST 2012).
+    ObjectivePerturbation,
+    /// Output perturbation: ε-DP (CMS 2011 Alg. 1); δ must be 0.
+    OutputPerturbation,
+    /// A Gibbs-posterior sample by Langevin Monte Carlo with Proposition 13's step count
+    /// (Minami et al. 2016): (ε, δ + (1 + e^ε)γ)-DP.
+    GibbsPosterior,
+    /// The same chain with a user-chosen step count: the stated (ε, δ) is that of an exact
+    /// sample, not proven for the sampler (releases say so; nodes refuse them by default).
+    GibbsPosteriorUnproven,
+}
+
+impl MechanismKind {
+    /// All kinds with their command-line names.
+    pub const ALL: [(&'static str, MechanismKind); 4] = [
+        (
+            "objective-perturbation",
+            MechanismKind::ObjectivePerturbation,
+        ),
+        ("output-perturbation", MechanismKind::OutputPerturbation),
+        (super::gibbs_posterior::NAME, MechanismKind::GibbsPosterior),
+        (
+            super::gibbs_posterior::NAME_UNPROVEN,
+            MechanismKind::GibbsPosteriorUnproven,
+        ),
+    ];
+
+    /// Parses a command-line name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
+    }
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("?", |(n, _)| n)
+    }
+
+    /// Every command-line name, comma-separated (for messages).
+    pub fn names() -> String {
+        Self::ALL
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The options this mechanism takes.
+    pub fn options(self) -> &'static [OptionSpec] {
+        match self {
+            Self::ObjectivePerturbation | Self::OutputPerturbation => &[],
+            Self::GibbsPosterior => GIBBS_PROVEN_OPTIONS,
+            Self::GibbsPosteriorUnproven => GIBBS_UNPROVEN_OPTIONS,
+        }
+    }
+
+    /// Builds the mechanism with default options. `delta = 0` selects a pure ε-DP variant where
+    /// there is one.
+    pub fn build(
+        self,
+        epsilon: f64,
+        delta: f64,
+        lambda: f64,
+    ) -> Result<Box<dyn Mechanism>, MechanismError> {
+        self.build_with(epsilon, delta, lambda, &Options::new())
+    }
+
+    /// Builds the mechanism for one privacy level with `options` (unknown names are an error,
+    /// missing ones take their defaults).
+    pub fn build_with(
+        self,
+        epsilon: f64,
+        delta: f64,
+        lambda: f64,
+        options: &Options,
+    ) -> Result<Box<dyn Mechanism>, MechanismError> {
+        let o = Resolved::new(self, options)?;
+        Ok(match self {
+            Self::ObjectivePerturbation if delta == 0.0 => {
+                Box::new(ObjectivePerturbation::new(epsilon, lambda)?)
+            }
+            Self::ObjectivePerturbation => {
+                Box::new(GaussianObjectivePerturbation::new(epsilon, delta, lambda)?)
+            }
+            Self::OutputPerturbation if delta == 0.0 => {
+                Box::new(OutputPerturbation::new(epsilon, lambda)?)
+            }
+            Self::OutputPerturbation => {
+                return Err(MechanismError::InvalidParameter {
+                    name: "delta",
+                    value: delta,
+                    requirement: "must be 0 for output-perturbation (it is pure ε-DP)",
+                });
+            }
+            Self::GibbsPosterior => Box::new(GibbsPosterior::new(
+                epsilon,
+                delta,
+                lambda,
+                GibbsSampler::Proven {
+                    gamma: o.get("gamma"),
+                    max_steps: o.count("max_steps")?,
+                },
+            )?),
+            Self::GibbsPosteriorUnproven => Box::new(GibbsPosterior::new(
+                epsilon,
+                delta,
+                lambda,
+                GibbsSampler::Unproven {
+                    steps: o.count("steps")?,
+                    step_scale: o.get("step_scale"),
+                },
+            )?),
+        })
+    }
+}
+
+/// Options with defaults filled in, checked against what the mechanism takes.
+struct Resolved<'a> {
+    given: &'a Options,
+    specs: &'static [OptionSpec],
+}
+
+impl<'a> Resolved<'a> {
+    fn new(kind: MechanismKind, given: &'a Options) -> Result<Self, MechanismError> {
+        let specs = kind.options();
+        if let Some(name) = given.keys().find(|k| !specs.iter().any(|s| s.name == *k)) {
+            let accepted: Vec<&str> = specs.iter().map(|s| s.name).collect();
+            return Err(MechanismError::UnknownOption {
+                name: name.clone(),
+                mechanism: kind.name(),
+                accepted: if accepted.is_empty() {
+                    "no options".into()
+                } else {
+                    accepted.join(", ")
+                },
+            });
+        }
+        Ok(Self { given, specs })
+    }
+
+    fn get(&self, name: &'static str) -> f64 {
+        self.given.get(name).copied().unwrap_or_else(|| {
+            self.specs
+                .iter()
+                .find(|s| s.name == name)
+                .map_or(f64::NAN, |s| s.default)
+        })
+    }
+
+    /// A whole, positive count.
+    fn count(&self, name: &'static str) -> Result<u64, MechanismError> {
+        let v = self.get(name);
+        if v.is_finite() && v >= 1.0 && v.fract() == 0.0 && v <= u64::MAX as f64 {
+            Ok(v as u64)
+        } else {
+            Err(MechanismError::InvalidParameter {
+                name,
+                value: v,
+                requirement: "must be a whole number >= 1",
+            })
+        }
+    }
+}
+
+/// Parses `name=value` (command-line options of mechanisms).
+pub fn parse_option(text: &str) -> Result<(String, f64), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}`: expected name=value"))?;
+    let v: f64 = value
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}`: `{value}` is not a number"))?;
+    Ok((name.trim().to_owned(), v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for (name, kind) in MechanismKind::ALL {
+            assert_eq!(MechanismKind::from_name(name), Some(kind));
+            assert_eq!(kind.name(), name);
+        }
+        assert_eq!(MechanismKind::from_name("laplace"), None);
+    }
+
+    #[test]
+    fn unknown_and_invalid_options_are_errors() {
+        let mut o = Options::new();
+        o.insert("gama".into(), 0.1);
+        let e = MechanismKind::GibbsPosterior
+            .build_with(1.0, 1e-5, 0.01, &o)
+            .err()
+            .expect("unknown option");
+        assert!(e.to_string().contains("gama") && e.to_string().contains("gamma"));
+        let e = MechanismKind::ObjectivePerturbation
+            .build_with(1.0, 0.0, 0.01, &o)
+            .err()
+            .expect("no options");
+        assert!(e.to_string().contains("no options"));
+        let mut o = Options::new();
+        o.insert("steps".into(), 10.5);
+        assert!(
+            MechanismKind::GibbsPosteriorUnproven
+                .build_with(1.0, 1e-5, 0.01, &o)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn gibbs_kinds_build_with_defaults_and_report_proof_status() {
+        let proven = MechanismKind::GibbsPosterior
+            .build(1.0, 1e-5, 0.01)
+            .expect("valid");
+        assert!(proven.is_proven());
+        let unproven = MechanismKind::GibbsPosteriorUnproven
+            .build(1.0, 1e-5, 0.01)
+            .expect("valid");
+        assert!(!unproven.is_proven());
+        assert_eq!(unproven.name(), "gibbs-posterior-unproven");
+        assert!(
+            MechanismKind::ObjectivePerturbation
+                .build(1.0, 0.0, 0.01)
+                .expect("valid")
+                .is_proven()
+        );
+    }
+
+    #[test]
+    fn options_parse() {
+        assert_eq!(parse_option("gamma=0.01"), Ok(("gamma".into(), 0.01)));
+        assert!(parse_option("gamma").is_err());
+        assert!(parse_option("gamma=x").is_err());
+    }
+}
