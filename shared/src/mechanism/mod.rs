@@ -12,20 +12,26 @@
 //! - [`objective_perturbation_gaussian`]: (ε, δ)-DP, seed 001 Algorithm 1 line 5 (Kifer, Smith &
 //!   Thakurta 2012).
 //! - [`output_perturbation`]: ε-DP, Chaudhuri, Monteleoni & Sarwate 2011 Algorithm 1.
+//! - [`dp_sgd`]: (ε, δ)-DP under add/remove-one, DP-SGD with Poisson subsampling and per-example
+//!   clipping (Abadi et al. 2016 Algorithm 1), σ calibrated by the RDP accountant of
+//!   [`crate::accounting`].
 //!
 //! Every mechanism here assumes ||x||₂ ≤ 1 for every row (guaranteed by schema normalisation) and
 //! refuses to release otherwise.
 
+pub mod dp_sgd;
 pub mod objective_perturbation;
 pub mod objective_perturbation_gaussian;
 pub mod output_perturbation;
 
+use crate::accounting::{AccountingError, RdpCurve};
 use crate::dataset::Dataset;
 use crate::noise::NoiseSource;
 use crate::solver::SolverError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub use dp_sgd::{DpSgd, DpSgdConfig, StepSize};
 pub use objective_perturbation::ObjectivePerturbation;
 pub use objective_perturbation_gaussian::GaussianObjectivePerturbation;
 pub use output_perturbation::OutputPerturbation;
@@ -160,6 +166,21 @@ pub enum MechanismError {
     /// The optimiser failed; nothing is released.
     #[error(transparent)]
     Solver(#[from] SolverError),
+    /// The privacy accountant could not calibrate the noise.
+    #[error(transparent)]
+    Accounting(#[from] AccountingError),
+    /// The algorithm would run for more iterations than the documented cap.
+    #[error(
+        "{mechanism} would run {iterations} iterations on this data, more than the cap of {cap}"
+    )]
+    TooManyIterations {
+        /// The mechanism.
+        mechanism: &'static str,
+        /// Iterations the algorithm prescribes.
+        iterations: u128,
+        /// The cap.
+        cap: u64,
+    },
 }
 
 /// A differentially private learner.
@@ -170,6 +191,12 @@ pub trait Mechanism: Send + Sync {
     fn guarantee(&self) -> PrivacyGuarantee;
     /// Trains on `data` and returns the private learner.
     fn release(&self, data: &Dataset, noise: &mut NoiseSource) -> Result<Release, MechanismError>;
+    /// The Rényi-DP curve of a release, when the mechanism is analysed in RDP (known before
+    /// seeing data, like [`Mechanism::guarantee`]), so that a ledger can compose releases more
+    /// tightly than by adding (ε, δ). `None` for mechanisms analysed only in (ε, δ).
+    fn rdp(&self) -> Option<RdpCurve> {
+        None
+    }
 }
 
 /// Checks the preconditions shared by all mechanisms: non-empty data within the norm bound.
@@ -198,6 +225,19 @@ pub(crate) fn check_epsilon(epsilon: f64) -> Result<(), MechanismError> {
             name: "epsilon",
             value: epsilon,
             requirement: "must be a finite number > 0",
+        })
+    }
+}
+
+/// Validates δ ∈ (0, 1).
+pub(crate) fn check_delta(delta: f64) -> Result<(), MechanismError> {
+    if delta > 0.0 && delta < 1.0 {
+        Ok(())
+    } else {
+        Err(MechanismError::InvalidParameter {
+            name: "delta",
+            value: delta,
+            requirement: "must be in (0, 1)",
         })
     }
 }
