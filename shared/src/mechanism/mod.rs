@@ -15,11 +15,14 @@
 //! - [`dp_sgd`]: (ε, δ)-DP under add/remove-one, DP-SGD with Poisson subsampling and per-example
 //!   clipping (Abadi et al. 2016 Algorithm 1), σ calibrated by the RDP accountant of
 //!   [`crate::accounting`].
+//! - [`dp_sgd_bst`]: (ε, δ)-DP, seed 001 Algorithm 2 (Bassily, Smith & Thakurta 2014): n² noisy
+//!   steps on one uniformly sampled record each.
 //!
 //! Every mechanism here assumes ||x||₂ ≤ 1 for every row (guaranteed by schema normalisation) and
 //! refuses to release otherwise.
 
 pub mod dp_sgd;
+pub mod dp_sgd_bst;
 pub mod objective_perturbation;
 pub mod objective_perturbation_gaussian;
 pub mod output_perturbation;
@@ -32,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub use dp_sgd::{DpSgd, DpSgdConfig, StepSize};
+pub use dp_sgd_bst::BstDpSgd;
 pub use objective_perturbation::ObjectivePerturbation;
 pub use objective_perturbation_gaussian::GaussianObjectivePerturbation;
 pub use output_perturbation::OutputPerturbation;
