@@ -40,6 +40,9 @@ pub const MAX_SIGMA: f64 = 1e8;
 /// returned (it is then not the smallest σ, but the guarantee still holds).
 pub const MIN_SIGMA: f64 = 1e-6;
 
+/// Largest RDP order accepted (the integer-order sum has α + 1 terms).
+pub const MAX_ORDER: f64 = 1e5;
+
 /// Maximum number of terms of each fractional-order series before the order is excluded.
 const MAX_FRACTIONAL_TERMS: usize = 1000;
 
@@ -61,8 +64,8 @@ pub enum AccountingError {
     /// Zero steps were asked for.
     #[error("invalid number of steps 0: must be at least 1")]
     NoSteps,
-    /// An RDP order is not a finite number > 1.
-    #[error("invalid RDP order {0}: orders must be finite numbers > 1")]
+    /// An RDP order is not a number in (1, [`MAX_ORDER`]].
+    #[error("invalid RDP order {0}: orders must be numbers > 1 and ≤ 100000")]
     InvalidOrder(f64),
     /// An RDP curve has no orders.
     #[error("an RDP curve needs at least one order")]
@@ -130,7 +133,7 @@ pub struct RdpCurve {
 }
 
 impl RdpCurve {
-    /// A curve from orders (finite, > 1) and values (≥ 0, +∞ allowed: "no bound at this order").
+    /// A curve from orders (in (1, [`MAX_ORDER`]]) and values (≥ 0, +∞ allowed: "no bound at this order").
     pub fn new(orders: Vec<f64>, values: Vec<f64>) -> Result<Self, AccountingError> {
         if orders.is_empty() {
             return Err(AccountingError::NoOrders);
@@ -226,7 +229,7 @@ impl RdpCurve {
 }
 
 fn check_orders(orders: &[f64]) -> Result<(), AccountingError> {
-    match orders.iter().find(|a| !(a.is_finite() && **a > 1.0)) {
+    match orders.iter().find(|a| !(**a > 1.0 && **a <= MAX_ORDER)) {
         Some(&a) => Err(AccountingError::InvalidOrder(a)),
         None => Ok(()),
     }
@@ -731,10 +734,12 @@ mod tests {
             calibrate_sigma(1.5, 10, 1.0, 1e-5),
             Err(AccountingError::InvalidSamplingRate(_))
         ));
-        assert!(matches!(
-            poisson_subsampled_gaussian(0.1, 1.0, &[1.0]),
-            Err(AccountingError::InvalidOrder(_))
-        ));
+        for a in [1.0, 0.5, 2e5, f64::INFINITY, f64::NAN] {
+            assert!(matches!(
+                poisson_subsampled_gaussian(0.1, 1.0, &[a]),
+                Err(AccountingError::InvalidOrder(_))
+            ));
+        }
         assert!(matches!(
             RdpCurve::new(vec![2.0], vec![-1.0]),
             Err(AccountingError::InvalidRdp { .. })
