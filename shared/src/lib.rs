@@ -10,6 +10,7 @@
 //! The privacy invariants of the project are enforced here; `ARCHITECTURE.md` says where.
 #![forbid(unsafe_code)]
 
+pub mod accounting;
 pub mod aggregate;
 pub mod bundled;
 pub mod csvload;

@@ -15,16 +15,24 @@
 //! - [`gibbs_posterior`]: (ε, δ)-DP sampling from a Gibbs posterior, Minami et al. NIPS 2016
 //!   (Theorem 7 / Corollary 8 for the exact sample, Proposition 13 for Langevin Monte Carlo), with
 //!   a cheaper variant whose sampler is not covered by any proof and says so.
+//! - [`dp_sgd`]: (ε, δ)-DP under add/remove-one, DP-SGD with Poisson subsampling and per-example
+//!   clipping (Abadi et al. 2016 Algorithm 1), σ calibrated by the RDP accountant of
+//!   [`crate::accounting`].
+//! - [`dp_sgd_bst`]: (ε, δ)-DP, seed 001 Algorithm 2 (Bassily, Smith & Thakurta 2014): n² noisy
+//!   steps on one uniformly sampled record each.
 //!
 //! Every mechanism here assumes ||x||₂ ≤ 1 for every row (guaranteed by schema normalisation) and
 //! refuses to release otherwise.
 
 pub mod gibbs_posterior;
 pub mod kind;
+pub mod dp_sgd;
+pub mod dp_sgd_bst;
 pub mod objective_perturbation;
 pub mod objective_perturbation_gaussian;
 pub mod output_perturbation;
 
+use crate::accounting::{AccountingError, RdpCurve};
 use crate::dataset::Dataset;
 use crate::noise::NoiseSource;
 use crate::solver::SolverError;
@@ -33,6 +41,8 @@ use std::collections::BTreeMap;
 
 pub use gibbs_posterior::{GibbsError, GibbsPosterior, GibbsSampler};
 pub use kind::{MechanismKind, Options};
+pub use dp_sgd::{DpSgd, DpSgdConfig, StepSize};
+pub use dp_sgd_bst::BstDpSgd;
 pub use objective_perturbation::ObjectivePerturbation;
 pub use objective_perturbation_gaussian::GaussianObjectivePerturbation;
 pub use output_perturbation::OutputPerturbation;
@@ -180,6 +190,21 @@ pub enum MechanismError {
         /// The options it takes.
         accepted: String,
     },
+    /// The privacy accountant could not calibrate the noise.
+    #[error(transparent)]
+    Accounting(#[from] AccountingError),
+    /// The algorithm would run for more iterations than the documented cap.
+    #[error(
+        "{mechanism} would run {iterations} iterations on this data, more than the cap of {cap}"
+    )]
+    TooManyIterations {
+        /// The mechanism.
+        mechanism: &'static str,
+        /// Iterations the algorithm prescribes.
+        iterations: u128,
+        /// The cap.
+        cap: u64,
+    },
 }
 
 /// A differentially private learner.
@@ -194,6 +219,12 @@ pub trait Mechanism: Send + Sync {
     /// approximate sampler with no convergence bound); a node policy may refuse such releases.
     fn is_proven(&self) -> bool {
         true
+    }
+    /// The Rényi-DP curve of a release, when the mechanism is analysed in RDP (known before
+    /// seeing data, like [`Mechanism::guarantee`]), so that a ledger can compose releases more
+    /// tightly than by adding (ε, δ). `None` for mechanisms analysed only in (ε, δ).
+    fn rdp(&self) -> Option<RdpCurve> {
+        None
     }
 }
 
@@ -223,6 +254,19 @@ pub(crate) fn check_epsilon(epsilon: f64) -> Result<(), MechanismError> {
             name: "epsilon",
             value: epsilon,
             requirement: "must be a finite number > 0",
+        })
+    }
+}
+
+/// Validates δ ∈ (0, 1).
+pub(crate) fn check_delta(delta: f64) -> Result<(), MechanismError> {
+    if delta > 0.0 && delta < 1.0 {
+        Ok(())
+    } else {
+        Err(MechanismError::InvalidParameter {
+            name: "delta",
+            value: delta,
+            requirement: "must be in (0, 1)",
         })
     }
 }
