@@ -140,6 +140,7 @@ fn bench_sweep(trials: usize, target: Option<f64>) -> Result<()> {
         beta: 3.0,
         trials,
         seed: 1,
+        options: Default::default(),
     };
     let (t, r) = seconds(|| run_simulation(&config, &|| {}));
     r?;

@@ -50,6 +50,9 @@ pub struct Args {
     /// Test fraction for a CSV dataset (stratified).
     #[arg(long, default_value_t = 0.2)]
     test_fraction: f64,
+    /// Mechanism option name=value (repeat), e.g. --option steps=500 for dp-sgd.
+    #[arg(long = "option", value_parser = dpagg_shared::mechanism::kind::parse_option)]
+    option: Vec<(String, f64)>,
     /// Output folder for summary.json and runs.csv [default: results/<dataset>].
     #[arg(long)]
     out: Option<PathBuf>,
@@ -57,8 +60,10 @@ pub struct Args {
 
 fn parse_mechanism(s: &str) -> Result<MechanismKind, String> {
     MechanismKind::from_name(s).ok_or_else(|| {
-        let names: Vec<&str> = MechanismKind::ALL.iter().map(|(n, _)| *n).collect();
-        format!("unknown mechanism `{s}` (available: {})", names.join(", "))
+        format!(
+            "unknown mechanism `{s}` (available: {})",
+            MechanismKind::names()
+        )
     })
 }
 
@@ -146,6 +151,7 @@ pub fn run(args: Args) -> Result<()> {
         beta: args.beta,
         trials: args.trials,
         seed: args.seed,
+        options: args.option.iter().cloned().collect(),
     };
     let out = args
         .out

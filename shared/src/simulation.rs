@@ -16,7 +16,7 @@
 
 use crate::aggregate::{AggregateError, MirrorAveraging, uniform_average};
 use crate::dataset::Dataset;
-use crate::mechanism::{MechanismError, MechanismKind};
+use crate::mechanism::{MechanismError, MechanismKind, Options};
 use crate::noise::{NoiseSource, derive_seed, sim_rng};
 use crate::partition::{PartitionError, equal_partition, proportional_split, stratified_split};
 use crate::solver::{SolverError, fit_logistic};
@@ -76,6 +76,8 @@ pub struct SimulationConfig {
     pub trials: usize,
     /// Master seed.
     pub seed: u64,
+    /// Mechanism options (see [`MechanismKind::options`]).
+    pub options: Options,
 }
 
 /// Why a simulation cannot run.
@@ -223,7 +225,9 @@ fn validate(config: &SimulationConfig) -> Result<(), SimulationError> {
     }
     // Build every mechanism once so invalid ε/δ/λ fail before any work.
     for &e in &config.epsilons {
-        config.mechanism.build(e, config.delta, config.lambda)?;
+        config
+            .mechanism
+            .build_with(e, config.delta, config.lambda, &config.options)?;
     }
     MirrorAveraging::new(config.beta)?.warn_if_uncovered();
     Ok(())
@@ -326,9 +330,10 @@ fn run_epsilon(
     trial: &Trial,
 ) -> Result<Vec<OrgRun>, SimulationError> {
     let epsilon = config.epsilons[e];
-    let mechanism = config
-        .mechanism
-        .build(epsilon, config.delta, config.lambda)?;
+    let mechanism =
+        config
+            .mechanism
+            .build_with(epsilon, config.delta, config.lambda, &config.options)?;
     let t = trial.index as u64;
     let private: Vec<Vec<f64>> = trial
         .orgs
@@ -413,7 +418,12 @@ fn summarise(config: &SimulationConfig, trials: &[Trial], runs: &[OrgRun]) -> Si
         .collect();
     let mechanism = config
         .mechanism
-        .build(config.epsilons[0], config.delta, config.lambda)
+        .build_with(
+            config.epsilons[0],
+            config.delta,
+            config.lambda,
+            &config.options,
+        )
         .map(|m| m.name().to_owned())
         .unwrap_or_default();
     SimulationSummary {
@@ -465,6 +475,7 @@ mod tests {
             beta: 3.0,
             trials: 3,
             seed,
+            options: Default::default(),
         }
     }
 

@@ -17,6 +17,7 @@ fn config(dataset: &str, source: DataSource, orgs: usize, epsilons: Vec<f64>) ->
         beta: 3.0,
         trials: 20,
         seed: 1,
+        options: Default::default(),
     }
 }
 

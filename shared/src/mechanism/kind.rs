@@ -5,8 +5,8 @@
 //! invariant 2); an option a mechanism does not take is an error, not ignored.
 
 use super::{
-    GaussianObjectivePerturbation, GibbsPosterior, GibbsSampler, Mechanism, MechanismError,
-    ObjectivePerturbation, OutputPerturbation,
+    BstDpSgd, DpSgd, DpSgdConfig, GaussianObjectivePerturbation, GibbsPosterior, GibbsSampler,
+    Mechanism, MechanismError, ObjectivePerturbation, OutputPerturbation, StepSize,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -51,6 +51,29 @@ const GIBBS_UNPROVEN_OPTIONS: &[OptionSpec] = &[
     },
 ];
 
+const DP_SGD_OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "clip_norm",
+        default: 1.0,
+        help: "C: per-example gradients are clipped to this norm (1 = the logistic gradient bound)",
+    },
+    OptionSpec {
+        name: "sampling_rate",
+        default: 0.1,
+        help: "q: Poisson sampling probability of each record per step",
+    },
+    OptionSpec {
+        name: "steps",
+        default: 200.0,
+        help: "T: number of noisy steps",
+    },
+    OptionSpec {
+        name: "learning_rate",
+        default: 1.0,
+        help: "η of the cosine-decayed step size η_t",
+    },
+];
+
 /// The mechanisms a user can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -65,11 +88,17 @@ pub enum MechanismKind {
     /// The same chain with a user-chosen step count: the stated (ε, δ) is that of an exact
     /// sample, not proven for the sampler (releases say so; nodes refuse them by default).
     GibbsPosteriorUnproven,
+    /// DP-SGD with Poisson subsampling, clipping and the Gaussian mechanism, σ calibrated by the
+    /// RDP accountant: (ε, δ)-DP under add/remove-one; δ must be > 0.
+    DpSgd,
+    /// Bassily, Smith & Thakurta 2014 (seed 001 Algorithm 2): n² noisy single-record steps,
+    /// (ε, δ)-DP under replace-one; δ must be > 0.
+    DpSgdBst,
 }
 
 impl MechanismKind {
     /// All kinds with their command-line names.
-    pub const ALL: [(&'static str, MechanismKind); 4] = [
+    pub const ALL: [(&'static str, MechanismKind); 6] = [
         (
             "objective-perturbation",
             MechanismKind::ObjectivePerturbation,
@@ -80,6 +109,8 @@ impl MechanismKind {
             super::gibbs_posterior::NAME_UNPROVEN,
             MechanismKind::GibbsPosteriorUnproven,
         ),
+        (super::dp_sgd::NAME, MechanismKind::DpSgd),
+        (super::dp_sgd_bst::NAME, MechanismKind::DpSgdBst),
     ];
 
     /// Parses a command-line name.
@@ -107,7 +138,8 @@ impl MechanismKind {
     /// The options this mechanism takes.
     pub fn options(self) -> &'static [OptionSpec] {
         match self {
-            Self::ObjectivePerturbation | Self::OutputPerturbation => &[],
+            Self::ObjectivePerturbation | Self::OutputPerturbation | Self::DpSgdBst => &[],
+            Self::DpSgd => DP_SGD_OPTIONS,
             Self::GibbsPosterior => GIBBS_PROVEN_OPTIONS,
             Self::GibbsPosteriorUnproven => GIBBS_UNPROVEN_OPTIONS,
         }
@@ -169,6 +201,19 @@ impl MechanismKind {
                     step_scale: o.get("step_scale"),
                 },
             )?),
+            Self::DpSgd => Box::new(DpSgd::new(
+                epsilon,
+                delta,
+                lambda,
+                DpSgdConfig {
+                    clip_norm: o.get("clip_norm"),
+                    sampling_rate: o.get("sampling_rate"),
+                    steps: o.count("steps")?,
+                    step_size: StepSize::Cosine(o.get("learning_rate")),
+                    batch_divisor: None,
+                },
+            )?),
+            Self::DpSgdBst => Box::new(BstDpSgd::new(epsilon, delta, lambda)?),
         })
     }
 }
@@ -286,6 +331,22 @@ mod tests {
                 .expect("valid")
                 .is_proven()
         );
+    }
+
+    #[test]
+    fn dp_sgd_kinds_carry_their_relation_and_curve() {
+        use super::super::NeighbourRelation;
+        let m = MechanismKind::DpSgd.build(1.0, 1e-5, 0.01).expect("valid");
+        assert_eq!(m.guarantee().relation, NeighbourRelation::AddRemoveOne);
+        let curve = m.rdp().expect("DP-SGD is analysed in RDP");
+        let eps = curve.epsilon(1e-5).expect("finite").epsilon;
+        assert!(eps <= 1.0 && eps > 0.99, "calibrated to the target: {eps}");
+        let b = MechanismKind::DpSgdBst
+            .build(1.0, 1e-5, 0.01)
+            .expect("valid");
+        assert_eq!(b.guarantee().relation, NeighbourRelation::ReplaceOne);
+        assert!(b.rdp().is_none());
+        assert!(MechanismKind::DpSgd.build(1.0, 0.0, 0.01).is_err(), "δ = 0");
     }
 
     #[test]

@@ -24,10 +24,10 @@
 //! Every mechanism here assumes ||x||₂ ≤ 1 for every row (guaranteed by schema normalisation) and
 //! refuses to release otherwise.
 
-pub mod gibbs_posterior;
-pub mod kind;
 pub mod dp_sgd;
 pub mod dp_sgd_bst;
+pub mod gibbs_posterior;
+pub mod kind;
 pub mod objective_perturbation;
 pub mod objective_perturbation_gaussian;
 pub mod output_perturbation;
@@ -39,10 +39,10 @@ use crate::solver::SolverError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub use gibbs_posterior::{GibbsError, GibbsPosterior, GibbsSampler};
-pub use kind::{MechanismKind, Options};
 pub use dp_sgd::{DpSgd, DpSgdConfig, StepSize};
 pub use dp_sgd_bst::BstDpSgd;
+pub use gibbs_posterior::{GibbsError, GibbsPosterior, GibbsSampler};
+pub use kind::{MechanismKind, Options};
 pub use objective_perturbation::ObjectivePerturbation;
 pub use objective_perturbation_gaussian::GaussianObjectivePerturbation;
 pub use output_perturbation::OutputPerturbation;
