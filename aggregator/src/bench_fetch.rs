@@ -150,6 +150,7 @@ pub fn run(args: Args) -> Result<()> {
         epsilon: 1.0,
         delta: 0.0,
         lambda: 0.01,
+        options: Default::default(),
         publish,
     };
     runtime.block_on(async {

@@ -13,6 +13,7 @@
 //! delta = 0.0
 //! lambda = 0.01                         # λ of the requested learners and of the local baseline
 //! publish = false                       # ask a node to publish the spec if it has no such release
+//! options = { steps = 500 }             # mechanism options (e.g. for dp-sgd)
 //!
 //! max_epsilon = 2.0                     # acceptance policy
 //! max_delta = 1e-5
@@ -33,6 +34,7 @@
 //! ```
 
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -72,6 +74,14 @@ pub struct Settings {
     /// λ of the requested release and of the local baseline [default: 0.01].
     #[arg(long, env = "DPAGG_AGG_LAMBDA")]
     pub lambda: Option<f64>,
+    /// Mechanism options of the requested release (file: an `options` table).
+    #[arg(skip)]
+    #[serde(default)]
+    pub options: BTreeMap<String, f64>,
+    /// Mechanism option name=value of the requested release (repeat; wins over the file).
+    #[arg(long = "option", value_parser = dpagg_shared::mechanism::kind::parse_option)]
+    #[serde(skip)]
+    pub option: Vec<(String, f64)>,
     /// Ask nodes without a matching release to publish one (their policy decides).
     #[arg(long, env = "DPAGG_AGG_PUBLISH", num_args = 0..=1, default_missing_value = "true")]
     pub publish: Option<bool>,
@@ -134,6 +144,8 @@ pub enum LearnerRequest {
         delta: f64,
         /// λ.
         lambda: f64,
+        /// Mechanism options.
+        options: BTreeMap<String, f64>,
         /// Ask the node to publish it when it has none.
         publish: bool,
     },
@@ -261,7 +273,13 @@ impl Settings {
     /// Field by field: `self` where set, otherwise `file`.
     fn or(self, file: Settings) -> Settings {
         macro_rules! pick {
-            ($($f:ident),*) => { Settings { config: self.config, nodes: if self.nodes.is_empty() { file.nodes } else { self.nodes }, $($f: self.$f.or(file.$f)),* } };
+            ($($f:ident),*) => { Settings {
+                config: self.config,
+                nodes: if self.nodes.is_empty() { file.nodes } else { self.nodes },
+                options: file.options.into_iter().chain(self.option.iter().cloned()).collect(),
+                option: Vec::new(),
+                $($f: self.$f.or(file.$f)),*
+            } };
         }
         pick!(
             data,
@@ -331,6 +349,13 @@ impl Settings {
             }
         }
         let lambda = positive("lambda", self.lambda.unwrap_or(0.01))?;
+        if self.latest.unwrap_or(false) && !self.options.is_empty() {
+            return Err(invalid(
+                "options",
+                "set together with latest".into(),
+                "given only with a spec",
+            ));
+        }
         let request = if self.latest.unwrap_or(false) {
             LearnerRequest::Latest
         } else {
@@ -341,6 +366,7 @@ impl Settings {
                 epsilon: positive("epsilon", self.epsilon.unwrap_or(1.0))?,
                 delta: probability("delta", self.delta.unwrap_or(0.0))?,
                 lambda,
+                options: self.options,
                 publish: self.publish.unwrap_or(false),
             }
         };
@@ -451,11 +477,12 @@ mod tests {
     #[test]
     fn file_is_resolved_relative_to_itself_and_flags_win() {
         let (dir, path) = write(
-            "data = \"own.csv\"\nschema = \"s.toml\"\nnodes = [\"http://a:1\"]\nepsilon = 0.5\ntest_file = \"t.csv\"\n",
+            "data = \"own.csv\"\nschema = \"s.toml\"\nnodes = [\"http://a:1\"]\nepsilon = 0.5\ntest_file = \"t.csv\"\noptions = { steps = 10.0, clip_norm = 2.0 }\n",
         );
         let flags = Settings {
             config: Some(path),
             epsilon: Some(2.0),
+            option: vec![("steps".into(), 20.0)],
             ..Settings::default()
         };
         let c = flags.resolve().expect("valid");
@@ -463,7 +490,14 @@ mod tests {
         assert_eq!(c.test, TestSet::File(dir.path().join("t.csv")));
         assert_eq!(c.nodes, vec!["http://a:1".to_owned()]);
         match c.request {
-            LearnerRequest::Spec { epsilon, .. } => assert_eq!(epsilon, 2.0),
+            LearnerRequest::Spec {
+                epsilon, options, ..
+            } => {
+                assert_eq!(epsilon, 2.0);
+                let expected: BTreeMap<String, f64> =
+                    [("clip_norm".to_owned(), 2.0), ("steps".to_owned(), 20.0)].into();
+                assert_eq!(options, expected);
+            }
             LearnerRequest::Latest => panic!("expected a spec"),
         }
         assert_eq!(c.accept.max_delta, 1e-5);

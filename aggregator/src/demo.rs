@@ -37,6 +37,13 @@ pub struct Args {
     /// Regulariser λ of every learner and of the local baseline.
     #[arg(long, default_value_t = 0.01)]
     lambda: f64,
+    /// Mechanism option name=value (repeat), e.g. --option steps=500 for dp-sgd.
+    #[arg(long = "option", value_parser = dpagg_shared::mechanism::kind::parse_option)]
+    option: Vec<(String, f64)>,
+    /// Let nodes publish, and the aggregator accept, releases whose guarantee is not proven
+    /// (gibbs-posterior-unproven).
+    #[arg(long)]
+    allow_unproven: bool,
     /// Mirror-averaging temperature β.
     #[arg(long, default_value_t = 3.0)]
     beta: f64,
@@ -107,7 +114,14 @@ fn split_data(dir: &Path, orgs: usize, seed: u64) -> Result<(PathBuf, Vec<PathBu
 }
 
 /// Loads a node, has its operator publish `spec`, and returns it.
-fn start_node(dir: &Path, id: &str, data: PathBuf, schema: &Path, spec: &Spec) -> Result<Node> {
+fn start_node(
+    dir: &Path,
+    id: &str,
+    data: PathBuf,
+    schema: &Path,
+    spec: &Spec,
+    allow_unproven: bool,
+) -> Result<Node> {
     let config = NodeConfig {
         organisation_id: id.to_owned(),
         listen: ([127, 0, 0, 1], 0).into(),
@@ -116,9 +130,10 @@ fn start_node(dir: &Path, id: &str, data: PathBuf, schema: &Path, spec: &Spec) -
         state_dir: dir.join(format!("{id}-state")),
         policy: Policy {
             epsilon_total: 10.0,
-            delta_total: 1e-5,
+            delta_total: 1e-4,
             max_epsilon_per_release: Some(2.0),
             allow_remote_publish: false,
+            allow_unproven,
         },
     };
     let node = Node::load(&config).with_context(|| format!("node {id}"))?;
@@ -143,6 +158,7 @@ pub fn run(args: Args) -> Result<()> {
         epsilon: args.epsilon,
         delta: args.delta,
         lambda: args.lambda,
+        options: args.option.iter().cloned().collect(),
     };
     let nodes = files[1..]
         .iter()
@@ -154,6 +170,7 @@ pub fn run(args: Args) -> Result<()> {
                 f.clone(),
                 &schema,
                 &spec,
+                args.allow_unproven,
             )
         })
         .collect::<Result<Vec<_>>>()?;
@@ -197,6 +214,7 @@ pub fn run(args: Args) -> Result<()> {
                 epsilon: args.epsilon,
                 delta: args.delta,
                 lambda: args.lambda,
+                options: spec.options.clone(),
                 publish: false,
             },
             lambda: args.lambda,
@@ -205,7 +223,7 @@ pub fn run(args: Args) -> Result<()> {
                 max_delta: args.delta.max(1e-5),
                 schema_must_match: true,
                 allow_seeded: false,
-                allow_unproven: false,
+                allow_unproven: args.allow_unproven,
                 min_learners: 1,
             },
             network: Network {

@@ -150,18 +150,28 @@ fn from_status(s: &tonic::Status, attempts: u32) -> Failure {
 fn selector(request: &LearnerRequest) -> Selector {
     match request {
         LearnerRequest::Latest => Selector::Latest(true),
+        LearnerRequest::Spec { .. } => Selector::Spec(wire_spec(request)),
+    }
+}
+
+/// The wire form of a requested spec (empty for `Latest`).
+fn wire_spec(request: &LearnerRequest) -> pb::LearnerSpec {
+    match request {
+        LearnerRequest::Latest => pb::LearnerSpec::default(),
         LearnerRequest::Spec {
             mechanism,
             epsilon,
             delta,
             lambda,
+            options,
             ..
-        } => Selector::Spec(pb::LearnerSpec {
+        } => pb::LearnerSpec {
             mechanism: mechanism.clone(),
             epsilon: *epsilon,
             delta: *delta,
             lambda: *lambda,
-        }),
+            options: options.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        },
     }
 }
 
@@ -190,27 +200,15 @@ async fn attempt(
         .await;
     let learner = match (got, request) {
         (Ok(l), _) => l.into_inner(),
-        (
-            Err(s),
-            LearnerRequest::Spec {
-                mechanism,
-                epsilon,
-                delta,
-                lambda,
-                publish: true,
-            },
-        ) if s.code() == Code::NotFound => client
-            .publish_learner(pb::PublishLearnerRequest {
-                spec: Some(pb::LearnerSpec {
-                    mechanism: mechanism.clone(),
-                    epsilon: *epsilon,
-                    delta: *delta,
-                    lambda: *lambda,
-                }),
-            })
-            .await
-            .map_err(|s| from_status(&s, attempts))?
-            .into_inner(),
+        (Err(s), LearnerRequest::Spec { publish: true, .. }) if s.code() == Code::NotFound => {
+            client
+                .publish_learner(pb::PublishLearnerRequest {
+                    spec: Some(wire_spec(request)),
+                })
+                .await
+                .map_err(|s| from_status(&s, attempts))?
+                .into_inner()
+        }
         (Err(s), _) => return Err(from_status(&s, attempts)),
     };
     Ok(Fetched {

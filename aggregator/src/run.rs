@@ -199,9 +199,14 @@ fn describe_request(r: &LearnerRequest) -> String {
             epsilon,
             delta,
             lambda,
+            options,
             publish,
         } => format!(
-            "{mechanism} ε = {epsilon} δ = {delta} λ = {lambda}{}",
+            "{mechanism} ε = {epsilon} δ = {delta} λ = {lambda}{}{}",
+            options
+                .iter()
+                .map(|(k, v)| format!(" {k} = {v}"))
+                .collect::<String>(),
             if *publish {
                 " (published on request)"
             } else {

@@ -178,14 +178,18 @@ pub fn validate(
         epsilon,
         delta,
         lambda,
+        options,
         ..
     } = cx.request
     {
         let got = m.spec.clone().unwrap_or_default();
+        let got_options: std::collections::BTreeMap<String, f64> =
+            got.options.clone().into_iter().collect();
         let same = got.mechanism == *mechanism
             && got.epsilon == *epsilon
             && got.delta == *delta
-            && got.lambda == *lambda;
+            && got.lambda == *lambda
+            && got_options == *options;
         if !same {
             return Err(Violation::SpecMismatch {
                 asked: spec_text(mechanism, *epsilon, *delta, *lambda),
@@ -208,6 +212,7 @@ mod tests {
             epsilon: 1.0,
             delta: 0.0,
             lambda: 0.01,
+            options: Default::default(),
             publish: false,
         }
     }
@@ -238,6 +243,7 @@ mod tests {
                     epsilon: 1.0,
                     delta: 0.0,
                     lambda: 0.01,
+                    options: Default::default(),
                 }),
                 ..Default::default()
             }),

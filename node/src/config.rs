@@ -9,10 +9,11 @@
 //! state_dir = "state"
 //!
 //! [policy]
-//! epsilon_total = 10.0                # basic composition: ε and δ add up over releases
+//! epsilon_total = 10.0                # replace-one; see dpagg_shared::accounting::ledger
 //! delta_total = 1e-5
 //! max_epsilon_per_release = 2.0
 //! allow_remote_publish = false        # PublishLearner from clients
+//! allow_unproven = false              # releases whose guarantee is not proven (refused)
 //! ```
 
 use serde::Deserialize;
@@ -33,6 +34,10 @@ pub struct Policy {
     /// Whether clients may ask the node to publish.
     #[serde(default)]
     pub allow_remote_publish: bool,
+    /// Whether the node publishes releases whose guarantee is not proven for the algorithm as
+    /// run (e.g. `gibbs-posterior-unproven`). Off by default.
+    #[serde(default)]
+    pub allow_unproven: bool,
 }
 
 impl Policy {
@@ -100,6 +105,8 @@ pub struct PolicyFile {
     pub max_epsilon_per_release: Option<f64>,
     /// See [`Policy::allow_remote_publish`].
     pub allow_remote_publish: Option<bool>,
+    /// See [`Policy::allow_unproven`].
+    pub allow_unproven: Option<bool>,
 }
 
 /// Settings given on the command line or in the environment (they win over the file).
@@ -135,6 +142,9 @@ pub struct Overrides {
     /// Accept PublishLearner from clients.
     #[arg(long, env = "DPAGG_ALLOW_REMOTE_PUBLISH")]
     pub allow_remote_publish: Option<bool>,
+    /// Publish releases whose guarantee is not proven for the algorithm as run.
+    #[arg(long, env = "DPAGG_ALLOW_UNPROVEN")]
+    pub allow_unproven: Option<bool>,
 }
 
 /// The resolved configuration.
@@ -282,6 +292,7 @@ impl Overrides {
                 .allow_remote_publish
                 .or(p.allow_remote_publish)
                 .unwrap_or(false),
+            allow_unproven: self.allow_unproven.or(p.allow_unproven).unwrap_or(false),
         };
         policy.validate(&origin)?;
         Ok(NodeConfig {

@@ -45,7 +45,8 @@ enum Command {
     Publish {
         #[command(flatten)]
         config: Overrides,
-        /// Mechanism (objective-perturbation, output-perturbation).
+        /// Mechanism: objective-perturbation, output-perturbation, dp-sgd, dp-sgd-bst,
+        /// gibbs-posterior, gibbs-posterior-unproven.
         #[arg(long, default_value = "objective-perturbation")]
         mechanism: String,
         /// ε of the release.
@@ -57,6 +58,9 @@ enum Command {
         /// Regulariser λ.
         #[arg(long, default_value_t = 0.01)]
         lambda: f64,
+        /// Mechanism option name=value (repeat), e.g. --option steps=500 for dp-sgd.
+        #[arg(long = "option", value_parser = dpagg_shared::mechanism::kind::parse_option)]
+        option: Vec<(String, f64)>,
     },
     /// Print spent and remaining budget and the releases.
     Ledger(Overrides),
@@ -189,8 +193,8 @@ fn publish(overrides: Overrides, spec: Spec) -> Result<()> {
     );
     println!(
         "budget: spent ε = {:.6}, δ = {:e}; remaining ε = {:.6}, δ = {:e}",
-        b.epsilon_spent,
-        b.delta_spent,
+        b.spent.epsilon,
+        b.spent.delta,
         b.epsilon_remaining(),
         b.delta_remaining()
     );
@@ -222,6 +226,20 @@ fn ledger(overrides: Overrides) -> Result<()> {
         s.delta,
         (p.delta_total - s.delta).max(0.0)
     );
+    println!("(totals under replace-one; add/remove-one spend counts as (2ε, (1 + e^ε)δ))");
+    for r in [s.replace_one, s.add_remove_one] {
+        if r.charges > 0 {
+            println!(
+                "  {:<15} ε = {:.6} ({}; Σε = {:.6}), δ = {:e}, {} release(s)",
+                r.relation.to_string(),
+                r.epsilon,
+                r.accounting,
+                r.basic_epsilon,
+                r.delta,
+                r.charges
+            );
+        }
+    }
     println!("{} release(s):", s.charges);
     for r in store.releases()? {
         let g = r.metadata.guarantee;
@@ -293,6 +311,7 @@ fn main() -> ExitCode {
             epsilon,
             delta,
             lambda,
+            option,
         } => publish(
             config,
             Spec {
@@ -300,6 +319,7 @@ fn main() -> ExitCode {
                 epsilon,
                 delta,
                 lambda,
+                options: option.into_iter().collect(),
             },
         ),
         Command::Ledger(o) => ledger(o),

@@ -6,8 +6,9 @@
 //! record the charge durably before returning (invariant 3).
 
 use crate::config::{NodeConfig, Policy};
-use crate::store::{PublishError, Spec, Store, StoreError, StoredRelease};
+use crate::store::{PublishError, Spec, Spent, Store, StoreError, StoredRelease};
 use dpagg_shared::Dataset;
+use dpagg_shared::accounting::ledger::Charge;
 use dpagg_shared::csvload::{DataError, load_csv};
 use dpagg_shared::mechanism::MechanismKind;
 use dpagg_shared::noise::NoiseSource;
@@ -33,21 +34,19 @@ pub enum NodeError {
 pub struct BudgetView {
     /// The policy.
     pub policy: Policy,
-    /// Σ ε charged.
-    pub epsilon_spent: f64,
-    /// Σ δ charged.
-    pub delta_spent: f64,
+    /// The composition of every charge (totals under replace-one).
+    pub spent: Spent,
 }
 
 impl BudgetView {
-    /// ε left (never negative).
+    /// ε left under replace-one (never negative).
     pub fn epsilon_remaining(&self) -> f64 {
-        (self.policy.epsilon_total - self.epsilon_spent).max(0.0)
+        (self.policy.epsilon_total - self.spent.epsilon).max(0.0)
     }
 
-    /// δ left (never negative).
+    /// δ left under replace-one (never negative).
     pub fn delta_remaining(&self) -> f64 {
-        (self.policy.delta_total - self.delta_spent).max(0.0)
+        (self.policy.delta_total - self.spent.delta).max(0.0)
     }
 }
 
@@ -96,21 +95,22 @@ impl Node {
         })
     }
 
-    /// Mechanism names this node accepts.
-    pub fn mechanisms() -> Vec<String> {
+    /// Mechanism names this node accepts under its policy (unproven ones only if allowed).
+    pub fn mechanisms(&self) -> Vec<String> {
         MechanismKind::ALL
             .iter()
+            .filter(|(_, k)| {
+                self.policy.allow_unproven || *k != MechanismKind::GibbsPosteriorUnproven
+            })
             .map(|(n, _)| (*n).to_owned())
             .collect()
     }
 
     /// Spent and remaining budget.
     pub fn budget(&self) -> Result<BudgetView, StoreError> {
-        let s = self.store.spent()?;
         Ok(BudgetView {
             policy: self.policy,
-            epsilon_spent: s.epsilon,
-            delta_spent: s.delta,
+            spent: self.store.spent()?,
         })
     }
 
@@ -118,15 +118,20 @@ impl Node {
     pub fn publish(&self, spec: &Spec) -> Result<(StoredRelease, bool), PublishError> {
         let kind = MechanismKind::from_name(&spec.mechanism)
             .ok_or_else(|| PublishError::UnknownMechanism(spec.mechanism.clone()))?;
-        let mechanism = kind.build(spec.epsilon, spec.delta, spec.lambda)?;
+        let mechanism = kind.build_with(spec.epsilon, spec.delta, spec.lambda, &spec.options)?;
+        if !mechanism.is_proven() && !self.policy.allow_unproven {
+            return Err(PublishError::Unproven(mechanism.name().to_owned()));
+        }
         let mut noise = NoiseSource::secure().map_err(|e| StoreError::Entropy(e.to_string()))?;
-        let (release, new) = self.store.publish(
-            spec,
-            &self.fingerprint,
-            &self.policy,
-            mechanism.guarantee(),
-            || mechanism.release(&self.data, &mut noise),
-        )?;
+        let charge = Charge {
+            guarantee: mechanism.guarantee(),
+            rdp: mechanism.rdp(),
+        };
+        let (release, new) =
+            self.store
+                .publish(spec, &self.fingerprint, &self.policy, charge, || {
+                    mechanism.release(&self.data, &mut noise)
+                })?;
         if new {
             tracing::info!(release_id = %release.release_id, mechanism = %release.metadata.mechanism, epsilon = spec.epsilon, delta = spec.delta, "published and charged a learner");
         }

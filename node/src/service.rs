@@ -8,7 +8,8 @@ use crate::node::Node;
 use crate::store::{PublishError, Spec, StoredRelease};
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::organisation_node_server::OrganisationNode;
-use dpagg_shared::mechanism::{MechanismError, NeighbourRelation};
+use dpagg_shared::accounting::ledger::RelationSpend;
+use dpagg_shared::mechanism::{GibbsError, MechanismError, MechanismKind, NeighbourRelation};
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
@@ -45,13 +46,22 @@ pub fn publish_status(e: &PublishError) -> Status {
     match e {
         PublishError::Exhausted { .. } => Status::resource_exhausted(e.to_string()),
         PublishError::OverCap { .. } => Status::failed_precondition(e.to_string()),
-        PublishError::UnknownMechanism(_) => Status::invalid_argument(format!(
-            "{e} (available: {})",
-            Node::mechanisms().join(", ")
-        )),
-        PublishError::Mechanism(MechanismError::InvalidParameter { .. }) => {
-            Status::invalid_argument(e.to_string())
+        PublishError::Unproven(_) => Status::failed_precondition(e.to_string()),
+        PublishError::UnknownMechanism(_) => {
+            Status::invalid_argument(format!("{e} (available: {})", MechanismKind::names()))
         }
+        PublishError::Mechanism(
+            MechanismError::InvalidParameter { .. }
+            | MechanismError::UnknownOption { .. }
+            | MechanismError::Accounting(_),
+        ) => Status::invalid_argument(e.to_string()),
+        // The step counts these name follow from n and d, which every release publishes.
+        PublishError::Mechanism(
+            MechanismError::TooManyIterations { .. }
+            | MechanismError::Gibbs(
+                GibbsError::TooManySteps { .. } | GibbsError::DimensionTooSmall { .. },
+            ),
+        ) => Status::failed_precondition(e.to_string()),
         PublishError::Mechanism(_) => internal("the node could not train this learner", e),
         PublishError::Store(_) => internal("the node's store failed; nothing was released", e),
     }
@@ -64,7 +74,18 @@ fn spec_from(spec: Option<pb::LearnerSpec>) -> Result<Spec, Status> {
         epsilon: s.epsilon,
         delta: s.delta,
         lambda: s.lambda,
+        options: s.options.into_iter().collect(),
     })
+}
+
+fn relation_spend(r: &RelationSpend) -> pb::RelationSpend {
+    pb::RelationSpend {
+        epsilon: r.epsilon,
+        delta: r.delta,
+        basic_epsilon: r.basic_epsilon,
+        accounting: r.accounting.to_string(),
+        releases: r.charges as u32,
+    }
 }
 
 /// The wire form of a stored release.
@@ -98,6 +119,12 @@ pub fn to_proto(r: &StoredRelease) -> pb::PrivateLearner {
                 epsilon: r.spec.epsilon,
                 delta: r.spec.delta,
                 lambda: r.spec.lambda,
+                options: r
+                    .spec
+                    .options
+                    .iter()
+                    .map(|(k, v)| (k.clone(), *v))
+                    .collect(),
             }),
         }),
     }
@@ -118,15 +145,18 @@ impl OrganisationNode for NodeService {
                     organisation_id: node.organisation_id.clone(),
                     schema_toml: node.schema_toml.clone(),
                     schema_fingerprint: node.fingerprint.clone(),
-                    mechanisms: Node::mechanisms(),
+                    mechanisms: node.mechanisms(),
                     budget: Some(pb::Budget {
                         epsilon_total: b.policy.epsilon_total,
                         delta_total: b.policy.delta_total,
-                        epsilon_spent: b.epsilon_spent,
-                        delta_spent: b.delta_spent,
+                        epsilon_spent: b.spent.epsilon,
+                        delta_spent: b.spent.delta,
                         epsilon_remaining: b.epsilon_remaining(),
                         delta_remaining: b.delta_remaining(),
                         max_epsilon_per_release: b.policy.cap(),
+                        replace_one: Some(relation_spend(&b.spent.replace_one)),
+                        add_remove_one: Some(relation_spend(&b.spent.add_remove_one)),
+                        unproven_allowed: b.policy.allow_unproven,
                     }),
                     remote_publish_allowed: node.policy.allow_remote_publish,
                 })

@@ -9,11 +9,18 @@
 //! stored as bytes and served as stored; nothing is ever retrained per request. The budget is
 //! recomputed from the ledger on every check, so a restart cannot reset it.
 //!
-//! Composition is basic (ε and δ add up). Each charge records its neighbour relation, so that a
-//! tighter accountant can later compose guarantees of the same relation only.
+//! Each charge records its guarantee, its neighbour relation and, when the mechanism has one, its
+//! RDP curve. The spent budget is [`dpagg_shared::accounting::ledger::compose`] of all charges:
+//! per relation, composed RDP curves where every release of the relation has one and basic
+//! composition otherwise; add/remove-one spend converted to replace-one by group privacy. A
+//! publish is allowed only if the composition *including the new charge* fits the policy.
 
 use crate::config::Policy;
-use dpagg_shared::mechanism::{MechanismError, PrivacyGuarantee, Release, ReleaseMetadata};
+use dpagg_shared::accounting::RdpCurve;
+use dpagg_shared::accounting::ledger::{Charge, Composition, compose};
+use dpagg_shared::mechanism::{
+    MechanismError, NeighbourRelation, Options, PrivacyGuarantee, Release, ReleaseMetadata,
+};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -35,18 +42,26 @@ pub struct Spec {
     pub delta: f64,
     /// λ.
     pub lambda: f64,
+    /// Mechanism options (absent in specs stored before options existed).
+    #[serde(default)]
+    pub options: Options,
 }
 
 impl Spec {
     /// Identity of a spec under a schema: bit-exact parameters, so 0.1 and 0.1000…01 differ.
+    /// Options follow in name order (none: the key of a spec stored before options existed).
     fn key(&self, schema_fingerprint: &str) -> String {
-        format!(
+        let mut key = format!(
             "{schema_fingerprint}:{}:{:016x}:{:016x}:{:016x}",
             self.mechanism,
             self.epsilon.to_bits(),
             self.delta.to_bits(),
             self.lambda.to_bits()
-        )
+        );
+        for (name, value) in &self.options {
+            key.push_str(&format!(":{name}={:016x}", value.to_bits()));
+        }
+        key
     }
 }
 
@@ -67,16 +82,8 @@ pub struct StoredRelease {
     pub metadata: ReleaseMetadata,
 }
 
-/// Spent budget under basic composition.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Spent {
-    /// Σ ε of all charges.
-    pub epsilon: f64,
-    /// Σ δ of all charges.
-    pub delta: f64,
-    /// Number of charges.
-    pub charges: usize,
-}
+/// Spent budget: the composition of every charge (see the module documentation).
+pub type Spent = Composition;
 
 /// Database failures.
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +117,14 @@ pub enum StoreError {
     /// The operating system refused entropy for a release id.
     #[error("cannot obtain entropy for a release id: {0}")]
     Entropy(String),
+    /// The ledger's charges cannot be composed.
+    #[error("{path}: cannot compose the ledger: {reason}")]
+    Accounting {
+        /// The database file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Why a publish did not release anything.
@@ -117,13 +132,19 @@ pub enum StoreError {
 pub enum PublishError {
     /// The remaining budget cannot pay for the spec.
     #[error(
-        "privacy budget exhausted: this release needs ε = {epsilon}, δ = {delta}; remaining ε = {remaining_epsilon}, δ = {remaining_delta}"
+        "privacy budget exhausted: this release (ε = {epsilon}, δ = {delta}, {relation}) would bring the spend under replace-one to ε = {epsilon_after}, δ = {delta_after}, over the totals; remaining ε = {remaining_epsilon}, δ = {remaining_delta}"
     )]
     Exhausted {
         /// ε asked for.
         epsilon: f64,
         /// δ asked for.
         delta: f64,
+        /// The relation of the release's guarantee.
+        relation: NeighbourRelation,
+        /// ε spent (replace-one) if the release were made.
+        epsilon_after: f64,
+        /// δ spent (replace-one) if the release were made.
+        delta_after: f64,
         /// ε remaining.
         remaining_epsilon: f64,
         /// δ remaining.
@@ -137,6 +158,12 @@ pub enum PublishError {
         /// The cap.
         cap: f64,
     },
+    /// The mechanism's guarantee is not proven for the algorithm as run, and the policy refuses
+    /// such releases.
+    #[error(
+        "{0} releases state a guarantee that is not proven for the sampler used; this node's policy refuses them (policy.allow_unproven = false)"
+    )]
+    Unproven(String),
     /// The spec names no known mechanism.
     #[error("unknown mechanism `{0}`")]
     UnknownMechanism(String),
@@ -179,7 +206,8 @@ CREATE TABLE IF NOT EXISTS ledger (
     epsilon REAL NOT NULL,
     delta REAL NOT NULL,
     relation TEXT NOT NULL,
-    recorded_unix_ms INTEGER NOT NULL
+    recorded_unix_ms INTEGER NOT NULL,
+    rdp TEXT
 );
 ";
 
@@ -205,6 +233,7 @@ impl Store {
         };
         let writer = open().map_err(err)?;
         writer.execute_batch(SCHEMA_SQL).map_err(err)?;
+        migrate(&writer).map_err(err)?;
         let reader = open().map_err(err)?;
         Ok(Self {
             path,
@@ -226,7 +255,54 @@ impl Store {
             .reader
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        spent(&conn).map_err(|e| self.err(e))
+        let charges = self.charges(&conn)?;
+        self.compose(&charges)
+    }
+
+    fn compose(&self, charges: &[Charge]) -> Result<Spent, StoreError> {
+        compose(charges).map_err(|e| StoreError::Accounting {
+            path: self.path.display().to_string(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Every charge in the ledger.
+    fn charges(&self, conn: &Connection) -> Result<Vec<Charge>, StoreError> {
+        let mut stmt = conn
+            .prepare_cached("SELECT epsilon, delta, relation, rdp FROM ledger ORDER BY seq")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, f64>(0)?,
+                    r.get::<_, f64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (epsilon, delta, relation, rdp) = row.map_err(|e| self.err(e))?;
+            let corrupt = |reason: String| StoreError::Accounting {
+                path: self.path.display().to_string(),
+                reason,
+            };
+            let relation = parse_relation(&relation)
+                .ok_or_else(|| corrupt(format!("unknown neighbour relation `{relation}`")))?;
+            let rdp = rdp
+                .map(|text| decode_curve(&text).map_err(corrupt))
+                .transpose()?;
+            out.push(Charge {
+                guarantee: PrivacyGuarantee {
+                    epsilon,
+                    delta,
+                    relation,
+                },
+                rdp,
+            });
+        }
+        Ok(out)
     }
 
     /// Every release, newest first.
@@ -309,16 +385,17 @@ impl Store {
 
     /// Publishes `spec` (see the module docs): returns the release and whether it is new.
     ///
-    /// `guarantee` is what the mechanism promises (and what is charged); `train` runs only when
+    /// `charge` is what the mechanism promises (and what is charged); `train` runs only when
     /// the policy allows the charge, inside the transaction.
     pub fn publish(
         &self,
         spec: &Spec,
         schema_fingerprint: &str,
         policy: &Policy,
-        guarantee: PrivacyGuarantee,
+        charge: Charge,
         train: impl FnOnce() -> Result<Release, MechanismError>,
     ) -> Result<(StoredRelease, bool), PublishError> {
+        let guarantee = charge.guarantee;
         if let Some(existing) = self.for_spec(spec, schema_fingerprint)? {
             return Ok((existing, false));
         }
@@ -356,19 +433,23 @@ impl Store {
                 cap: policy.cap(),
             });
         }
-        let s = spent(&tx).map_err(|e| self.err(e))?;
+        let mut charges = self.charges(&tx)?;
+        let before = self.compose(&charges)?;
         let (remaining_epsilon, remaining_delta) = (
-            (policy.epsilon_total - s.epsilon).max(0.0),
-            (policy.delta_total - s.delta).max(0.0),
+            (policy.epsilon_total - before.epsilon).max(0.0),
+            (policy.delta_total - before.delta).max(0.0),
         );
-        let over =
-            |charge: f64, remaining: f64, total: f64| charge > remaining + BUDGET_SLACK * total;
-        if over(guarantee.epsilon, remaining_epsilon, policy.epsilon_total)
-            || over(guarantee.delta, remaining_delta, policy.delta_total)
-        {
+        let rdp_text = charge.rdp.as_ref().map(encode_curve);
+        charges.push(charge);
+        let after = self.compose(&charges)?;
+        let over = |spent: f64, total: f64| spent > total * (1.0 + BUDGET_SLACK);
+        if over(after.epsilon, policy.epsilon_total) || over(after.delta, policy.delta_total) {
             return Err(PublishError::Exhausted {
                 epsilon: guarantee.epsilon,
                 delta: guarantee.delta,
+                relation: guarantee.relation,
+                epsilon_after: after.epsilon,
+                delta_after: after.delta,
                 remaining_epsilon,
                 remaining_delta,
             });
@@ -398,8 +479,8 @@ impl Store {
         )
         .map_err(|e| self.err(e))?;
         tx.execute(
-            "INSERT INTO ledger (release_id, epsilon, delta, relation, recorded_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![stored.release_id, guarantee.epsilon, guarantee.delta, guarantee.relation.to_string(), stored.created_unix_ms],
+            "INSERT INTO ledger (release_id, epsilon, delta, relation, recorded_unix_ms, rdp) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![stored.release_id, guarantee.epsilon, guarantee.delta, guarantee.relation.to_string(), stored.created_unix_ms, rdp_text],
         )
         .map_err(|e| self.err(e))?;
         tx.commit().map_err(|e| self.err(e))?;
@@ -407,18 +488,53 @@ impl Store {
     }
 }
 
-fn spent(conn: &Connection) -> Result<Spent, rusqlite::Error> {
-    conn.query_row(
-        "SELECT COALESCE(SUM(epsilon), 0), COALESCE(SUM(delta), 0), COUNT(*) FROM ledger",
+/// Adds the `rdp` column to ledgers created before charges carried RDP curves (their charges
+/// have none, so they compose by basic composition as before).
+fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
+    let has_rdp: bool = conn.query_row(
+        "SELECT COUNT(*) > 0 FROM pragma_table_info('ledger') WHERE name = 'rdp'",
         [],
-        |r| {
-            Ok(Spent {
-                epsilon: r.get(0)?,
-                delta: r.get(1)?,
-                charges: r.get::<_, i64>(2)? as usize,
-            })
-        },
-    )
+        |r| r.get(0),
+    )?;
+    if !has_rdp {
+        conn.execute_batch("ALTER TABLE ledger ADD COLUMN rdp TEXT")?;
+    }
+    Ok(())
+}
+
+fn parse_relation(text: &str) -> Option<NeighbourRelation> {
+    [
+        NeighbourRelation::ReplaceOne,
+        NeighbourRelation::AddRemoveOne,
+    ]
+    .into_iter()
+    .find(|r| r.to_string() == text)
+}
+
+/// An RDP curve as stored: `{"orders": [...], "values": [...]}` with `null` for +∞ (JSON has no
+/// infinity; NaN never occurs in a valid curve).
+fn encode_curve(curve: &RdpCurve) -> String {
+    let values: Vec<Option<f64>> = curve
+        .values()
+        .iter()
+        .map(|v| v.is_finite().then_some(*v))
+        .collect();
+    serde_json::json!({ "orders": curve.orders(), "values": values }).to_string()
+}
+
+fn decode_curve(text: &str) -> Result<RdpCurve, String> {
+    #[derive(Deserialize)]
+    struct Stored {
+        orders: Vec<f64>,
+        values: Vec<Option<f64>>,
+    }
+    let s: Stored = serde_json::from_str(text).map_err(|e| format!("bad RDP curve: {e}"))?;
+    let values = s
+        .values
+        .into_iter()
+        .map(|v| v.unwrap_or(f64::INFINITY))
+        .collect();
+    RdpCurve::new(s.orders, values).map_err(|e| format!("bad RDP curve: {e}"))
 }
 
 fn release_id() -> Result<String, StoreError> {

@@ -83,6 +83,7 @@ fn valid_learner(id: &str) -> pb::PrivateLearner {
                 epsilon: 1.0,
                 delta: 0.0,
                 lambda: 0.01,
+                options: Default::default(),
             }),
             ..Default::default()
         }),

@@ -16,6 +16,7 @@ fn spec(epsilon: f64, lambda: f64) -> LearnerSpec {
         epsilon,
         delta: 0.0,
         lambda,
+        options: Default::default(),
     }
 }
 
