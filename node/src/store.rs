@@ -557,3 +557,151 @@ pub fn rfc3339(unix_ms: i64) -> String {
     let t = UNIX_EPOCH + Duration::from_millis(unix_ms.max(0) as u64);
     humantime::format_rfc3339_millis(t).to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dpagg_shared::accounting::{dp_sgd_curve, dp_sgd_epsilon};
+    use dpagg_shared::mechanism::LOGISTIC_UNIT_BALL;
+
+    fn policy(epsilon_total: f64, delta_total: f64) -> Policy {
+        Policy {
+            epsilon_total,
+            delta_total,
+            max_epsilon_per_release: None,
+            allow_remote_publish: false,
+            allow_unproven: false,
+        }
+    }
+
+    fn spec(name: &str, epsilon: f64) -> Spec {
+        Spec {
+            mechanism: name.into(),
+            epsilon,
+            delta: 1e-6,
+            lambda: 0.01,
+            options: Options::new(),
+        }
+    }
+
+    fn release(guarantee: PrivacyGuarantee) -> Release {
+        Release {
+            theta: vec![0.5, -1.0],
+            metadata: ReleaseMetadata {
+                mechanism: "test".into(),
+                reference: "test".into(),
+                parameters: Default::default(),
+                guarantee,
+                assumptions: LOGISTIC_UNIT_BALL,
+                n: 10,
+                dim: 2,
+                seeded: true,
+            },
+        }
+    }
+
+    fn dp_sgd_charge() -> Charge {
+        let (q, sigma, steps, delta) = (0.01, 1.0, 1000, 1e-6);
+        Charge {
+            guarantee: PrivacyGuarantee {
+                epsilon: dp_sgd_epsilon(q, sigma, steps, delta)
+                    .expect("valid")
+                    .epsilon,
+                delta,
+                relation: NeighbourRelation::AddRemoveOne,
+            },
+            rdp: Some(dp_sgd_curve(q, sigma, steps).expect("valid")),
+        }
+    }
+
+    #[test]
+    fn rdp_curves_survive_the_database_and_compose_across_restarts() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = policy(100.0, 1e-3);
+        let single;
+        {
+            let store = Store::open(dir.path()).expect("open");
+            for i in 0..5 {
+                let c = dp_sgd_charge();
+                let g = c.guarantee;
+                store
+                    .publish(&spec("dp", 1.0 + f64::from(i)), "fp", &p, c, || {
+                        Ok(release(g))
+                    })
+                    .expect("publish");
+            }
+            single = dp_sgd_charge().guarantee.epsilon;
+        }
+        let store = Store::open(dir.path()).expect("reopen");
+        let s = store.spent().expect("spent");
+        assert_eq!(s.add_remove_one.charges, 5);
+        assert_eq!(s.add_remove_one.accounting.to_string(), "rdp");
+        let long = dp_sgd_epsilon(0.01, 1.0, 5000, 5e-6)
+            .expect("valid")
+            .epsilon;
+        assert!((s.add_remove_one.epsilon - long).abs() < 1e-9 * long);
+        assert!(s.add_remove_one.epsilon < 5.0 * single);
+        assert!((s.epsilon - 2.0 * long).abs() < 1e-9 * long);
+    }
+
+    #[test]
+    fn the_composition_including_the_new_charge_must_fit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        // δ_total 2e-6: one add/remove-one charge of δ = 1e-6 converts to (1 + e^ε)·1e-6 > 2e-6
+        // under replace-one, so it must be refused although 1e-6 < 2e-6.
+        let c = dp_sgd_charge();
+        let g = c.guarantee;
+        let e = store
+            .publish(&spec("dp", 1.0), "fp", &policy(100.0, 2e-6), c, || {
+                Ok(release(g))
+            })
+            .expect_err("over the δ total after conversion");
+        assert!(matches!(e, PublishError::Exhausted { .. }), "{e}");
+        assert_eq!(store.spent().expect("spent").charges, 0);
+    }
+
+    #[test]
+    fn ledgers_without_the_rdp_column_are_migrated() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let c = Connection::open(dir.path().join("node.sqlite")).expect("sqlite");
+            c.execute_batch(
+                "CREATE TABLE releases (release_id TEXT PRIMARY KEY, created_unix_ms INTEGER NOT NULL, spec_key TEXT NOT NULL UNIQUE, spec_json TEXT NOT NULL, schema_fingerprint TEXT NOT NULL, weights BLOB NOT NULL, metadata_json TEXT NOT NULL);
+                 CREATE TABLE ledger (seq INTEGER PRIMARY KEY AUTOINCREMENT, release_id TEXT NOT NULL REFERENCES releases(release_id), epsilon REAL NOT NULL, delta REAL NOT NULL, relation TEXT NOT NULL, recorded_unix_ms INTEGER NOT NULL);
+                 INSERT INTO releases VALUES ('r1', 0, 'k', '{\"mechanism\":\"objective-perturbation\",\"epsilon\":1.0,\"delta\":0.0,\"lambda\":0.01}', 'fp', x'', '{}');
+                 INSERT INTO ledger (release_id, epsilon, delta, relation, recorded_unix_ms) VALUES ('r1', 1.0, 0.0, 'replace-one', 0);",
+            )
+            .expect("old schema");
+        }
+        let store = Store::open(dir.path()).expect("migrates");
+        let s = store.spent().expect("spent");
+        assert_eq!((s.epsilon, s.charges), (1.0, 1));
+        assert_eq!(s.replace_one.accounting.to_string(), "basic");
+    }
+
+    #[test]
+    fn options_are_part_of_a_spec_identity() {
+        let mut a = spec("dp-sgd", 1.0);
+        let plain = a.key("fp");
+        assert_eq!(
+            plain,
+            format!(
+                "fp:dp-sgd:{:016x}:{:016x}:{:016x}",
+                1.0f64.to_bits(),
+                1e-6f64.to_bits(),
+                0.01f64.to_bits()
+            ),
+            "a spec without options keeps the key it had before options existed"
+        );
+        a.options.insert("steps".into(), 500.0);
+        assert_ne!(a.key("fp"), plain);
+    }
+
+    #[test]
+    fn curves_with_infinite_orders_round_trip() {
+        let c = RdpCurve::new(vec![1.5, 2.0, 64.0], vec![0.1, 0.2, f64::INFINITY]).expect("valid");
+        let back = decode_curve(&encode_curve(&c)).expect("decodes");
+        assert_eq!(back, c);
+    }
+}

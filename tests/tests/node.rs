@@ -445,3 +445,97 @@ fn bad_input_gives_one_line_errors() {
         &["127.0.0.1:9"],
     );
 }
+
+#[tokio::test]
+async fn every_mechanism_publishes_with_its_guarantee_and_the_ledger_composes_them() {
+    use dpagg_proto::v1::NeighbourRelation;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = node_config(dir.path(), "org-m", 100.0, 10.0, true, 60);
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(
+        &config,
+        text.replace("delta_total = 1e-5", "delta_total = 1e-3"),
+    )
+    .expect("write");
+    let node = NodeProcess::start(&config);
+    let mut c = client(&node).await;
+    let spec = |mechanism: &str, epsilon: f64, delta: f64, options: &[(&str, f64)]| LearnerSpec {
+        mechanism: mechanism.into(),
+        epsilon,
+        delta,
+        lambda: 0.01,
+        options: options.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+    };
+    let mut publish = async |s: LearnerSpec| {
+        c.publish_learner(PublishLearnerRequest { spec: Some(s) })
+            .await
+            .map(tonic::Response::into_inner)
+    };
+    for (s, relation) in [
+        (
+            spec("dp-sgd", 1.0, 1e-6, &[("steps", 50.0)]),
+            NeighbourRelation::AddRemoveOne,
+        ),
+        (
+            spec("dp-sgd", 0.5, 1e-6, &[("steps", 50.0)]),
+            NeighbourRelation::AddRemoveOne,
+        ),
+        (
+            spec("dp-sgd-bst", 1.0, 1e-6, &[]),
+            NeighbourRelation::ReplaceOne,
+        ),
+        (
+            spec("output-perturbation", 1.0, 0.0, &[]),
+            NeighbourRelation::ReplaceOne,
+        ),
+    ] {
+        let l = publish(s.clone()).await.expect("publish");
+        let m = l.metadata.expect("metadata");
+        assert_eq!(m.neighbour_relation, relation as i32, "{}", s.mechanism);
+        assert_eq!(m.spec.expect("spec"), s);
+        assert!(!m.seeded);
+        assert_eq!(l.weights.len(), 9);
+    }
+    // Unproven releases are refused by default; unknown options are invalid; Prop. 13's step
+    // count over the cap is a failed precondition, and its default γ is over the δ budget.
+    let e = publish(spec("gibbs-posterior-unproven", 1.0, 1e-6, &[]))
+        .await
+        .expect_err("unproven");
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    assert!(e.message().contains("allow_unproven"));
+    let e = publish(spec("dp-sgd", 1.0, 1e-6, &[("stepz", 5.0)]))
+        .await
+        .expect_err("unknown option");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    assert!(e.message().contains("stepz"));
+    let e = publish(spec("gibbs-posterior", 1.0, 1e-6, &[("gamma", 1e-7)]))
+        .await
+        .expect_err("too many steps");
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    assert!(e.message().contains("Proposition 13"), "{}", e.message());
+    let e = publish(spec("gibbs-posterior", 1.0, 1e-6, &[]))
+        .await
+        .expect_err("δ + (1 + e^ε)γ over the budget");
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    // The two DP-SGD releases compose by RDP, tighter than adding them, and count under
+    // replace-one by group privacy.
+    let b = c
+        .describe(DescribeRequest {})
+        .await
+        .expect("describe")
+        .into_inner()
+        .budget
+        .expect("budget");
+    let a = b.add_remove_one.clone().expect("add/remove");
+    let r = b.replace_one.clone().expect("replace-one");
+    assert_eq!((a.releases, r.releases), (2, 2));
+    assert_eq!(a.accounting, "rdp");
+    assert!(a.epsilon < a.basic_epsilon && (a.basic_epsilon - 1.5).abs() < 1e-12);
+    assert!((r.epsilon - 2.0).abs() < 1e-12);
+    assert!((b.epsilon_spent - (r.epsilon + 2.0 * a.epsilon)).abs() < 1e-9);
+    assert!(
+        (b.delta_spent - (r.delta + (1.0 + a.epsilon.exp()) * a.delta)).abs() < 1e-15,
+        "{b:?}"
+    );
+    assert!(!b.unproven_allowed);
+}
