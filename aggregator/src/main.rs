@@ -5,6 +5,7 @@
 //! - `run`: collect the organisations' learners over gRPC, validate them, mirror-average them on
 //!   the aggregator's own data and report accuracy against the local-only baseline ([`run`]).
 //! - `demo`: K real nodes on loopback and one `run` against them ([`demo`]).
+//! - `privacy`: the Gibbs β bound, DP-SGD's ε and σ calibration ([`privacy`]).
 //! - `bench`: timings of the solver, mirror averaging and the full synthetic sweep against their
 //!   baselines and targets.
 //! - `bench-fetch`: collecting learners from 100 `dpagg-node` processes, concurrent against
@@ -18,6 +19,7 @@ mod bench_fetch;
 mod config;
 mod demo;
 mod fetch;
+mod privacy;
 mod report;
 mod run;
 mod simulate;
@@ -53,6 +55,8 @@ enum Command {
     Simulate(simulate::Args),
     /// Measure solver, mirror-averaging and simulation speed against baselines and targets.
     Bench(bench::Args),
+    /// Privacy calculators: Gibbs β bound, DP-SGD ε, σ calibration.
+    Privacy(privacy::Args),
     /// Time collecting learners from many `dpagg-node` processes on loopback.
     BenchFetch(bench_fetch::Args),
 }
@@ -79,6 +83,7 @@ fn main() -> ExitCode {
         Command::Simulate(args) => simulate::run(args),
         Command::Bench(args) => bench::run(args),
         Command::BenchFetch(args) => bench_fetch::run(args),
+        Command::Privacy(args) => privacy::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

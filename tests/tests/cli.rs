@@ -381,3 +381,154 @@ fn node_check_reports_and_rejects() {
     );
     assert_one_line_error(&bad, &["diabetes.csv"]);
 }
+
+#[test]
+fn simulate_with_every_other_mechanism() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (mechanism, options) in [
+        ("dp-sgd", vec!["--option", "steps=50"]),
+        ("dp-sgd-bst", vec![]),
+        ("gibbs-posterior-unproven", vec!["--option", "steps=200"]),
+    ] {
+        let mut args = vec![
+            "simulate",
+            "--dataset",
+            "diabetes",
+            "--mechanism",
+            mechanism,
+            "--delta",
+            "1e-5",
+            "--epsilon",
+            "1,5",
+            "--trials",
+            "1",
+            "--out",
+            mechanism,
+        ];
+        args.extend(options);
+        let out = run("dpagg-aggregator", &args, dir.path());
+        assert!(
+            out.status.success(),
+            "{mechanism}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let summary: serde_json::Value = serde_json::from_slice(
+            &fs::read(dir.path().join(mechanism).join("summary.json")).expect("summary"),
+        )
+        .expect("json");
+        assert_eq!(summary["mechanism"], mechanism);
+        assert_eq!(summary["rows"].as_array().expect("rows").len(), 2);
+    }
+    // The proven Gibbs sampler refuses, naming Proposition 13's step count.
+    assert_one_line_error(
+        &run(
+            "dpagg-aggregator",
+            &[
+                "simulate",
+                "--dataset",
+                "diabetes",
+                "--mechanism",
+                "gibbs-posterior",
+                "--delta",
+                "1e-5",
+                "--epsilon",
+                "1",
+                "--trials",
+                "1",
+            ],
+            dir.path(),
+        ),
+        &["Proposition 13", "cap"],
+    );
+    assert_one_line_error(
+        &run(
+            "dpagg-aggregator",
+            &[
+                "simulate",
+                "--dataset",
+                "diabetes",
+                "--mechanism",
+                "dp-sgd",
+                "--delta",
+                "1e-5",
+                "--option",
+                "stepz=3",
+            ],
+            dir.path(),
+        ),
+        &["stepz", "clip_norm"],
+    );
+}
+
+#[test]
+fn privacy_calculators() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stdout = |args: &[&str]| {
+        let out = run("dpagg-aggregator", args, dir.path());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // eq. 13: (ε / 2)·sqrt(nλ / (1 + 2 log(1/δ))) with n = 60, λ = 0.01, ε = 1, δ = 1e-5.
+    let beta = 0.5 * (0.6f64 / (1.0 + 2.0 * 1e5f64.ln())).sqrt();
+    let text = stdout(&[
+        "privacy",
+        "gibbs-beta",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-5",
+        "--n",
+        "60",
+        "--lambda",
+        "0.01",
+    ]);
+    let first: f64 = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("beta <= "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("a number");
+    assert!((first - beta).abs() < 1e-12, "{text}");
+    // calibrate then dp-sgd round-trips to the target.
+    let text = stdout(&[
+        "privacy",
+        "calibrate",
+        "--q",
+        "0.01",
+        "--steps",
+        "1000",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-5",
+    ]);
+    let sigma = text
+        .strip_prefix("sigma = ")
+        .and_then(|l| l.split_whitespace().next())
+        .expect("sigma")
+        .to_owned();
+    let text = stdout(&[
+        "privacy", "dp-sgd", "--q", "0.01", "--sigma", &sigma, "--steps", "1000", "--delta", "1e-5",
+    ]);
+    let eps: f64 = text
+        .strip_prefix("epsilon = ")
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("epsilon");
+    assert!(eps <= 1.0 && eps > 0.999, "{text}");
+    assert_one_line_error(
+        &run(
+            "dpagg-aggregator",
+            &[
+                "privacy", "dp-sgd", "--q", "2", "--sigma", "1", "--steps", "10", "--delta", "1e-5",
+            ],
+            dir.path(),
+        ),
+        &["sampling rate"],
+    );
+}
