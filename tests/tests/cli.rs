@@ -399,7 +399,7 @@ fn simulate_with_every_other_mechanism() {
             "--delta",
             "1e-5",
             "--epsilon",
-            "1,5",
+            "0.5,1",
             "--trials",
             "1",
             "--out",

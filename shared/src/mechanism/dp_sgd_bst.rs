@@ -21,9 +21,10 @@
 //! every record, so replacing the sampled record moves the update by at most 2nL with L = 1, the
 //! Lipschitz constant of the logistic loss in θ when ||x||₂ ≤ 1 — the L of BST14's proof.
 //! **Guarantee:** (ε, δ)-DP under the **replace-one** neighbour relation (BST14 Theorem 2.1, seed
-//! 001 §2.2.2, after Algorithm 2). It is proved for ε ≤ O(1) in BST14;
-//! the implementation does not restrict ε, but the guarantee for large ε rests on the same
-//! formula.
+//! 001 §2.2.2, after Algorithm 2). BST14's proof composes the n² steps with the simplified
+//! advanced-composition bound ε′√(2k log(1/δ)), which drops the kε′(e^{ε′} − 1) term and is only
+//! valid for ε = O(1); the constructor therefore refuses ε > [`MAX_EPSILON`] = 1 rather than
+//! state a guarantee the proof does not cover.
 //!
 //! **Deviation.** Seed 001 prints line 1 as σ² = 32L²n² log(2/δ) log(1/δ)/ε²; BST14's Algorithm 1 (as
 //! we read it, arXiv:1405.7085) has log(n/δ) in place of log(2/δ), which comes from the per-step δ
@@ -44,6 +45,9 @@ use crate::logistic::sigmoid;
 use rand::RngExt;
 use rand_distr::StandardNormal;
 use std::collections::BTreeMap;
+
+/// Largest ε the mechanism accepts (see the module documentation).
+pub const MAX_EPSILON: f64 = 1.0;
 
 /// Identifier used in release metadata and on the command line.
 pub const NAME: &str = "dp-sgd-bst";
@@ -66,6 +70,18 @@ impl BstDpSgd {
     /// A mechanism for ε > 0, δ ∈ (0, 1) and regulariser λ > 0.
     pub fn new(epsilon: f64, delta: f64, lambda: f64) -> Result<Self, MechanismError> {
         super::check_epsilon(epsilon)?;
+        if epsilon > MAX_EPSILON {
+            return Err(MechanismError::InvalidParameter {
+                name: "epsilon",
+                value: epsilon,
+                requirement: "must be <= 1 for dp-sgd-bst (BST14's composition argument holds for ε = O(1))",
+            });
+        }
+        Self::unchecked(epsilon, delta, lambda)
+    }
+
+    /// Builds without the ε ≤ 1 range check (tests of the optimiser with negligible noise only).
+    fn unchecked(epsilon: f64, delta: f64, lambda: f64) -> Result<Self, MechanismError> {
         super::check_delta(delta)?;
         super::check_lambda(lambda)?;
         Ok(Self {
@@ -264,7 +280,10 @@ mod tests {
             },
             &mut sim_rng(3, &[]),
         );
-        let m = BstDpSgd::new(1000.0, 1e-5, 0.01).expect("valid");
+        // The optimiser with negligible noise: ε = 1000 is outside the proven range, so it is
+        // built without the range check, which `new` enforces (checked below).
+        assert!(BstDpSgd::new(1000.0, 1e-5, 0.01).is_err());
+        let m = BstDpSgd::unchecked(1000.0, 1e-5, 0.01).expect("valid");
         assert_eq!(
             m.guarantee(),
             PrivacyGuarantee {
