@@ -61,7 +61,7 @@ copy_lib() {
 }
 
 build_image() {
-  local bin="$1" datadir="$2"
+  local bin="$1" datadir="$2" cmd="$3" expose="${4:-}"
   local ctx="$stage/$bin" root="$stage/$bin/rootfs"
   mkdir -p "$root/etc" "$root/tmp" "$ctx/datadir"
   chmod 1777 "$root/tmp"
@@ -85,7 +85,9 @@ COPY rootfs/ /
 COPY --chown=65532:65532 datadir $datadir
 USER 65532:65532
 WORKDIR $datadir
+$expose
 ENTRYPOINT ["/$bin"]
+CMD ["$cmd"]
 LABEL org.opencontainers.image.title="$bin" \\
       org.opencontainers.image.description="dpagg $bin (offline FROM scratch build, deploy/build-images.sh)"
 DOCKERFILE
@@ -98,6 +100,6 @@ DOCKERFILE
   fi
 }
 
-build_image dpagg-node /state
-build_image dpagg-aggregator /report
+build_image dpagg-node /state serve "EXPOSE 50051"
+build_image dpagg-aggregator /report run
 docker image ls --format '{{.Repository}}:{{.Tag}}  {{.Size}}' | grep -E "^dpagg-(node|aggregator):$tag " || true
