@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --tag) tag="$2"; shift 2 ;;
     --no-cargo) cargo_build=0; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "build-images.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done

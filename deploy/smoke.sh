@@ -14,7 +14,6 @@
 # SMOKE_KEEP=1 (leave the project up for inspection; tear down with the printed command).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-repo="$(pwd)"
 started=$SECONDS
 orgs="${SMOKE_ORGS:-3}"
 project="dpagg-smoke-$$"
