@@ -165,7 +165,7 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         nodes[a.index].weight_with_own = Some(with_own.lambda[k]);
     }
     Ok(Report {
-        generated_at: dpagg_node::store::rfc3339(now_ms()),
+        generated_at: dpagg_node::store::rfc3339(dpagg_node::store::now_ms()),
         request: describe_request(&config.request),
         schema_fingerprint: fingerprint,
         beta: config.beta,
@@ -183,12 +183,6 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         best_single_accuracy: own.test.accuracy(best),
         nodes,
     })
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 fn describe_request(r: &LearnerRequest) -> String {

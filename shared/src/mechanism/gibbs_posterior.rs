@@ -185,6 +185,15 @@ fn check_n(n: usize) -> Result<(), MechanismError> {
     }
 }
 
+/// Validates the inputs of the β bounds and returns m_π = nλ.
+fn prior_precision(epsilon: f64, delta: f64, n: usize, lambda: f64) -> Result<f64, MechanismError> {
+    super::check_epsilon(epsilon)?;
+    check_delta(delta)?;
+    check_n(n)?;
+    super::check_lambda(lambda)?;
+    Ok(n as f64 * lambda)
+}
+
 /// Corollary 8 / eq. (13) with L = 1 and m_π = nλ: (ε / 2L)·√(nλ / (1 + 2 log(1/δ))).
 ///
 /// This is the paper's bound verbatim. It is a sufficient condition for (ε, δ)-DP of an exact
@@ -196,11 +205,7 @@ pub fn gibbs_beta_bound(
     n: usize,
     lambda: f64,
 ) -> Result<f64, MechanismError> {
-    super::check_epsilon(epsilon)?;
-    check_delta(delta)?;
-    check_n(n)?;
-    super::check_lambda(lambda)?;
-    let m_pi = n as f64 * lambda;
+    let m_pi = prior_precision(epsilon, delta, n, lambda)?;
     Ok(epsilon / (2.0 * LIPSCHITZ) * (m_pi / (1.0 + 2.0 * (1.0 / delta).ln())).sqrt())
 }
 
@@ -212,11 +217,7 @@ pub fn theorem7_beta_bound(
     n: usize,
     lambda: f64,
 ) -> Result<f64, MechanismError> {
-    super::check_epsilon(epsilon)?;
-    check_delta(delta)?;
-    check_n(n)?;
-    super::check_lambda(lambda)?;
-    let m_pi = n as f64 * lambda;
+    let m_pi = prior_precision(epsilon, delta, n, lambda)?;
     let l = (1.0 / delta).ln();
     // √(l + ε) − √l without cancellation.
     let gap = epsilon / ((l + epsilon).sqrt() + l.sqrt());
