@@ -79,14 +79,29 @@ pub struct NodeProcess {
 impl NodeProcess {
     /// Starts `dpagg-node serve --config <config>` and waits for its "listening" line.
     pub fn start(config: &Path) -> NodeProcess {
+        Self::spawn(config, std::process::Stdio::null(), &[])
+    }
+
+    /// As [`NodeProcess::start`], with every log line (debug level, JSON) written to `log`.
+    pub fn start_logging(config: &Path, log: &Path) -> NodeProcess {
+        let file = std::fs::File::create(log).expect("create the log file");
+        Self::spawn(
+            config,
+            file.into(),
+            &[("DPAGG_LOG", "debug"), ("DPAGG_LOG_FORMAT", "json")],
+        )
+    }
+
+    fn spawn(config: &Path, stderr: std::process::Stdio, env: &[(&str, &str)]) -> NodeProcess {
         use std::io::BufRead;
         let mut child = Command::new(binary("dpagg-node"))
             .args(["serve", "--config"])
             .arg(config)
             .arg("--listen")
             .arg("127.0.0.1:0")
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("spawn dpagg-node");
         let stdout = child.stdout.take().expect("stdout");

@@ -539,3 +539,69 @@ async fn every_mechanism_publishes_with_its_guarantee_and_the_ledger_composes_th
     );
     assert!(!b.unproven_allowed);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_never_appear_in_logs_or_responses() {
+    // Canary values planted in the data (one of them outside its schema bounds, so it is
+    // clipped): they must not appear in the node's debug-level JSON log nor in any response.
+    const CANARIES: [&str; 3] = ["187.654321", "1.23456789", "987.6543"];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = node_config(dir.path(), "org-c", 10.0, 2.0, true, 60);
+    let csv = dir.path().join("org-c.csv");
+    let mut text = std::fs::read_to_string(&csv).expect("data");
+    text.push_str("2,187.654321,70,30,0,30.1,1.23456789,40,\"pos\"\n");
+    text.push_str("2,120,987.6543,30,0,30.1,0.5,40,\"neg\"\n");
+    std::fs::write(&csv, text).expect("write");
+    let log = dir.path().join("node.log");
+    let mut node = NodeProcess::start_logging(&config, &log);
+    let mut c = client(&node).await;
+    let mut responses = Vec::new();
+    let published = c
+        .publish_learner(PublishLearnerRequest {
+            spec: Some(spec(1.0, 0.01)),
+        })
+        .await
+        .expect("publish")
+        .into_inner();
+    responses.push(format!("{published:?}"));
+    let id = published.metadata.expect("metadata").release_id;
+    responses.push(format!(
+        "{:?}",
+        c.describe(DescribeRequest {}).await.expect("describe")
+    ));
+    responses.push(format!(
+        "{:?}",
+        c.list_learners(ListLearnersRequest {}).await.expect("list")
+    ));
+    responses.push(format!(
+        "{:?}",
+        c.get_learner(GetLearnerRequest {
+            selector: Some(Selector::ReleaseId(id)),
+        })
+        .await
+        .expect("get")
+    ));
+    // An over-budget request and a bad one: error statuses too.
+    for s in [spec(5.0, 0.01), spec(1.0, -1.0)] {
+        let e = c
+            .publish_learner(PublishLearnerRequest { spec: Some(s) })
+            .await
+            .expect_err("refused");
+        responses.push(format!("{e:?}"));
+    }
+    drop(c);
+    // Let the client's connection task see the drop before blocking on the node's exit.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert!(node.terminate(), "clean shutdown");
+    let logged = std::fs::read_to_string(&log).expect("log");
+    assert!(
+        logged.contains("loaded the organisation's data") && logged.contains("\"clipped\":1"),
+        "the log should say, as a count, that one value was clipped: {logged}"
+    );
+    for canary in CANARIES {
+        assert!(!logged.contains(canary), "`{canary}` in the log: {logged}");
+        for r in &responses {
+            assert!(!r.contains(canary), "`{canary}` in a response: {r}");
+        }
+    }
+}
