@@ -13,6 +13,7 @@ use dpagg_node::config::{NodeConfig, Policy};
 use dpagg_node::node::Node;
 use dpagg_node::store::Spec;
 use dpagg_shared::bundled::Bundled;
+use dpagg_shared::mechanism::MechanismKind;
 use dpagg_shared::noise::sim_rng;
 use rand::seq::SliceRandom;
 use std::path::{Path, PathBuf};
@@ -160,6 +161,18 @@ pub fn run(args: Args) -> Result<()> {
         lambda: args.lambda,
         options: args.option.iter().cloned().collect(),
     };
+    // Accept exactly what the nodes were asked to publish, read under replace-one.
+    let accepted = MechanismKind::from_name(&spec.mechanism)
+        .with_context(|| {
+            format!(
+                "unknown mechanism `{}` (available: {})",
+                spec.mechanism,
+                MechanismKind::names()
+            )
+        })?
+        .build_with(spec.epsilon, spec.delta, spec.lambda, &spec.options)?
+        .guarantee()
+        .as_replace_one();
     let nodes = files[1..]
         .iter()
         .enumerate()
@@ -219,8 +232,8 @@ pub fn run(args: Args) -> Result<()> {
             },
             lambda: args.lambda,
             accept: Acceptance {
-                max_epsilon: args.epsilon,
-                max_delta: args.delta.max(1e-5),
+                max_epsilon: accepted.epsilon,
+                max_delta: accepted.delta,
                 schema_must_match: true,
                 allow_seeded: false,
                 allow_unproven: args.allow_unproven,

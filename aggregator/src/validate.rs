@@ -8,6 +8,7 @@
 
 use crate::config::{Acceptance, LearnerRequest};
 use dpagg_proto::v1 as pb;
+use dpagg_shared::mechanism::{NeighbourRelation, PrivacyGuarantee};
 
 /// Why a learner is refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -30,18 +31,24 @@ pub enum Violation {
         index: usize,
     },
     /// ε (or a malformed ε) over the policy.
-    #[error("over policy: ε = {epsilon} exceeds the accepted maximum {max}")]
+    #[error(
+        "over policy: ε = {epsilon}{converted} exceeds the accepted maximum {max} (replace-one)"
+    )]
     EpsilonOverPolicy {
         /// The learner's ε.
         epsilon: f64,
+        /// How it reads under replace-one, when it was stated under another relation.
+        converted: String,
         /// The policy's maximum.
         max: f64,
     },
     /// δ over the policy.
-    #[error("over policy: δ = {delta} exceeds the accepted maximum {max}")]
+    #[error("over policy: δ = {delta}{converted} exceeds the accepted maximum {max} (replace-one)")]
     DeltaOverPolicy {
         /// The learner's δ.
         delta: f64,
+        /// How it reads under replace-one, when it was stated under another relation.
+        converted: String,
         /// The policy's maximum.
         max: f64,
     },
@@ -134,16 +141,37 @@ pub fn validate(
     if let Some(index) = learner.weights.iter().position(|w| !w.is_finite()) {
         return Err(Violation::NonFinite { index });
     }
-    // A NaN guarantee is outside every range, so it is refused too.
-    if !(0.0..=cx.accept.max_epsilon).contains(&m.epsilon) {
+    // The policy is stated under replace-one; an add/remove-one guarantee is compared as what it
+    // implies there. A NaN guarantee is outside every range, so it is refused too.
+    let relation = match pb::NeighbourRelation::try_from(m.neighbour_relation) {
+        Ok(pb::NeighbourRelation::ReplaceOne) => NeighbourRelation::ReplaceOne,
+        Ok(pb::NeighbourRelation::AddRemoveOne) => NeighbourRelation::AddRemoveOne,
+        _ => return Err(Violation::NoRelation),
+    };
+    let stated = PrivacyGuarantee {
+        epsilon: m.epsilon,
+        delta: m.delta,
+        relation,
+    };
+    let r = stated.as_replace_one();
+    let note = |v: f64| {
+        if relation == NeighbourRelation::ReplaceOne {
+            String::new()
+        } else {
+            format!(" ({relation}; {v} under replace-one)")
+        }
+    };
+    if !(0.0..=cx.accept.max_epsilon).contains(&r.epsilon) {
         return Err(Violation::EpsilonOverPolicy {
             epsilon: m.epsilon,
+            converted: note(r.epsilon),
             max: cx.accept.max_epsilon,
         });
     }
-    if !(0.0..=cx.accept.max_delta).contains(&m.delta) {
+    if !(0.0..=cx.accept.max_delta).contains(&r.delta) {
         return Err(Violation::DeltaOverPolicy {
             delta: m.delta,
+            converted: note(r.delta),
             max: cx.accept.max_delta,
         });
     }
@@ -167,11 +195,6 @@ pub fn validate(
         return Err(Violation::NormAssumption {
             bound: m.max_row_norm,
         });
-    }
-    if m.neighbour_relation == pb::NeighbourRelation::Unspecified as i32
-        || pb::NeighbourRelation::try_from(m.neighbour_relation).is_err()
-    {
-        return Err(Violation::NoRelation);
     }
     if let LearnerRequest::Spec {
         mechanism,
@@ -312,6 +335,30 @@ mod tests {
             let got = check(&learner).expect_err(code);
             assert_eq!(got.code(), code, "{got}");
         }
+    }
+
+    #[test]
+    fn add_remove_one_guarantees_are_compared_under_replace_one() {
+        // ε = 1.2 add/remove-one is 2.4 under replace-one: over a maximum of 2.
+        let l = with(|l| {
+            meta(l).neighbour_relation = pb::NeighbourRelation::AddRemoveOne as i32;
+            meta(l).epsilon = 1.2;
+        });
+        let e = check(&l).expect_err("2.4 > 2");
+        assert_eq!(e.code(), "over_policy");
+        assert!(e.to_string().contains("2.4 under replace-one"), "{e}");
+        // δ = 4e-6 add/remove at ε = 0.9 is (1 + e^0.9)·4e-6 ≈ 1.38e-5 > 1e-5.
+        let l = with(|l| {
+            meta(l).neighbour_relation = pb::NeighbourRelation::AddRemoveOne as i32;
+            meta(l).epsilon = 0.9;
+            meta(l).delta = 4e-6;
+        });
+        assert_eq!(check(&l).expect_err("δ").code(), "over_policy");
+        let l = with(|l| {
+            meta(l).neighbour_relation = pb::NeighbourRelation::AddRemoveOne as i32;
+            meta(l).epsilon = 0.9;
+        });
+        assert_eq!(check(&l), Ok(()));
     }
 
     #[test]

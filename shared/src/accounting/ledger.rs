@@ -12,12 +12,10 @@
 //! Both are valid (·, Σδ) guarantees, so the relation's spend is the one with the smaller ε.
 //!
 //! **Across relations.** The node's budget is stated under **replace-one** (the relation of
-//! seed 001 and of most mechanisms here). Replacing a record is removing it and adding another
-//! (D → D″ → D′), so applying an add/remove-one (ε, δ) guarantee twice (group privacy for
-//! k = 2) gives P[M(D) ∈ S] ≤ e^ε(e^ε P[M(D′) ∈ S] + δ) + δ: (2ε, (1 + e^ε)δ)-DP under
-//! replace-one. The converse does not hold in general, so add/remove
-//! spend is converted to replace-one — never the other way — and the total is the basic
-//! composition of the two: ε = ε_R + 2ε_A, δ = δ_R + (1 + e^{ε_A})δ_A.
+//! seed 001 and of most mechanisms here). Add/remove-one spend (ε_A, δ_A) is converted to
+//! replace-one by group privacy, (2ε_A, (1 + e^{ε_A})δ_A)
+//! ([`PrivacyGuarantee::as_replace_one`]) — never the other way — and the total is the basic
+//! composition of the two relations' spends.
 
 use super::{AccountingError, RdpCurve};
 use crate::mechanism::{NeighbourRelation, PrivacyGuarantee};
@@ -135,12 +133,17 @@ pub fn compose(charges: &[Charge]) -> Result<Composition, AccountingError> {
         NeighbourRelation::AddRemoveOne,
         &of(NeighbourRelation::AddRemoveOne),
     )?;
-    let (ea, da) = (add_remove_one.epsilon, add_remove_one.delta);
+    let converted = PrivacyGuarantee {
+        epsilon: add_remove_one.epsilon,
+        delta: add_remove_one.delta,
+        relation: NeighbourRelation::AddRemoveOne,
+    }
+    .as_replace_one();
     Ok(Composition {
         replace_one,
         add_remove_one,
-        epsilon: replace_one.epsilon + 2.0 * ea,
-        delta: replace_one.delta + if da > 0.0 { (1.0 + ea.exp()) * da } else { 0.0 },
+        epsilon: replace_one.epsilon + converted.epsilon,
+        delta: replace_one.delta + converted.delta,
         charges: charges.len(),
     })
 }

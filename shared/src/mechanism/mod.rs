@@ -77,6 +77,27 @@ pub struct PrivacyGuarantee {
     pub relation: NeighbourRelation,
 }
 
+impl PrivacyGuarantee {
+    /// The same privacy stated under replace-one. An add/remove-one (ε, δ) guarantee applied
+    /// twice (remove the record, add its replacement; group privacy for k = 2) gives
+    /// P[M(D) ∈ S] ≤ e^ε(e^ε P[M(D′) ∈ S] + δ) + δ, i.e. (2ε, (1 + e^ε)δ) under replace-one. The
+    /// converse does not hold in general, so there is no conversion the other way.
+    pub fn as_replace_one(&self) -> PrivacyGuarantee {
+        match self.relation {
+            NeighbourRelation::ReplaceOne => *self,
+            NeighbourRelation::AddRemoveOne => PrivacyGuarantee {
+                epsilon: 2.0 * self.epsilon,
+                delta: if self.delta > 0.0 {
+                    (1.0 + self.epsilon.exp()) * self.delta
+                } else {
+                    0.0
+                },
+                relation: NeighbourRelation::ReplaceOne,
+            },
+        }
+    }
+}
+
 /// What the privacy proof of a mechanism assumes about data and loss.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Assumptions {
