@@ -4,7 +4,7 @@
 //! [`dpagg_shared::simulation::run`] returns. Numbers are written with a fixed number of decimals,
 //! so the same runs always give the same bytes.
 
-use super::plot::{Dash, Figure, Mark, PALETTE, Panel, Series, Shape};
+use super::plot::{Figure, Line, Mark, PALETTE, Panel, Series, Shape};
 use dpagg_shared::simulation::OrgRun;
 use dpagg_shared::stats::Summary;
 
@@ -124,6 +124,15 @@ pub fn eps(v: f64) -> String {
     s.to_owned()
 }
 
+/// δ as written in tables: `0`, or 4 significant digits in scientific notation.
+pub fn delta(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
 /// Builds CSV text from a header and rows of already formatted cells.
 pub fn csv_text(header: &[&str], lines: &[Vec<String>]) -> Result<Vec<u8>, csv::Error> {
     let mut w = csv::Writer::from_writer(Vec::new());
@@ -190,11 +199,11 @@ pub fn overall(rows: &[Row], f: fn(&Row) -> Summary) -> f64 {
     Summary::of(&rows.iter().map(|r| f(r).mean).collect::<Vec<_>>()).mean
 }
 
-fn level(name: String, y: f64, dash: Dash, colour: (u8, u8, u8)) -> Series {
+fn level(name: String, y: f64, pattern: Line, colour: (u8, u8, u8)) -> Series {
     Series {
         name,
         points: vec![(0.0, y, 0.0)],
-        mark: Mark::Level(dash),
+        mark: Mark::Level(pattern),
         colour,
     }
 }
@@ -253,7 +262,7 @@ pub fn sweep_panel(
         level(
             format!("local only ({:.3})", overall(rows, |r| r.local)),
             overall(rows, |r| r.local),
-            Dash::DashDot,
+            Line::DashDot,
             PALETTE[2],
         ),
         level(
@@ -262,7 +271,7 @@ pub fn sweep_panel(
                 overall(rows, |r| r.nonprivate)
             ),
             overall(rows, |r| r.nonprivate),
-            Dash::Dashed,
+            Line::Dashed,
             PALETTE[3],
         ),
         level(
@@ -271,7 +280,7 @@ pub fn sweep_panel(
                 overall(rows, |r| r.centralised)
             ),
             overall(rows, |r| r.centralised),
-            Dash::Dotted,
+            Line::Dotted,
             PALETTE[6],
         ),
     ];
@@ -279,7 +288,7 @@ pub fn sweep_panel(
         series.push(level(
             format!("paper: {name} ({y:.3})"),
             *y,
-            Dash::Dotted,
+            Line::Dotted,
             PALETTE[7],
         ));
     }
@@ -334,7 +343,7 @@ pub fn aggregator_panel(title: &str, rows: &[Row]) -> Panel {
             level(
                 format!("local only ({:.3})", overall(rows, |r| r.local)),
                 overall(rows, |r| r.local),
-                Dash::DashDot,
+                Line::DashDot,
                 PALETTE[2],
             ),
         ],
@@ -413,9 +422,9 @@ pub fn mechanism_line(p: &MechanismPoint) -> Vec<String> {
         p.label.clone(),
         p.neighbours.to_owned(),
         eps(p.epsilon),
-        format!("{:e}", p.delta),
+        delta(p.delta),
         eps(p.run_epsilon),
-        format!("{:.6e}", p.run_delta),
+        delta(p.run_delta),
     ];
     match &p.outcome {
         Ok(r) => {
@@ -484,7 +493,7 @@ pub fn mechanism_panel(title: &str, points: &[MechanismPoint], local: f64) -> Pa
     series.push(level(
         format!("local only ({local:.3})"),
         local,
-        Dash::DashDot,
+        Line::DashDot,
         PALETTE[7],
     ));
     let xs: Vec<f64> = points.iter().map(|p| p.epsilon).collect();
@@ -561,6 +570,8 @@ mod tests {
         assert_eq!(eps(0.1), "0.1");
         assert_eq!(eps(2.0), "2");
         assert_eq!(eps(0.30000000000000004), "0.3");
+        assert_eq!(delta(0.0), "0");
+        assert_eq!(delta(1e-5), "1.000e-5");
         let csv = csv_text(&["a", "b"], &[vec!["1".into(), "x, y".into()]]).expect("csv");
         assert_eq!(String::from_utf8(csv).expect("utf8"), "a,b\n1,\"x, y\"\n");
     }

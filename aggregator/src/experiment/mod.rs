@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Trials of `experiment paper` unless `--trials` is given (EXPERIMENTS.md states its run time).
-pub const DEFAULT_TRIALS: usize = 50;
+pub const DEFAULT_TRIALS: usize = 100;
 
 /// δ of every (ε, δ) mechanism in the mechanism figure.
 const DELTA: f64 = 1e-5;
@@ -87,7 +87,7 @@ struct VariantsArgs {
     #[arg(long)]
     out: PathBuf,
     /// Trials per variant.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 50)]
     trials: usize,
     /// Master seed.
     #[arg(long, default_value_t = 1)]

@@ -52,7 +52,7 @@ pub enum Mark {
     /// Markers at (x, mean) joined by a line, with ±sd error bars.
     Points(Shape),
     /// A horizontal reference line at the first point's mean, dashed with this pattern.
-    Level(Dash),
+    Level(Line),
 }
 
 /// Marker shapes.
@@ -70,7 +70,7 @@ pub enum Shape {
 
 /// Line patterns of reference lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dash {
+pub enum Line {
     /// Long dashes.
     Dashed,
     /// Dash-dot (drawn as short dashes with wide gaps).
@@ -235,14 +235,14 @@ fn draw_panel<DB: DrawingBackend>(panel: &Panel, area: &DrawingArea<DB, Shift>) 
         let colour = RGBColor(s.colour.0, s.colour.1, s.colour.2);
         let line = colour.stroke_width(2);
         match s.mark {
-            Mark::Level(dash) => {
+            Mark::Level(pattern) => {
                 let Some(&(_, y, _)) = s.points.first() else {
                     continue;
                 };
                 let pts = vec![(x0, y), (x1, y)];
-                let anno = match dash {
-                    Dash::Dashed => chart.draw_series(DashedLineSeries::new(pts, 12, 6, line))?,
-                    Dash::DashDot => {
+                let anno = match pattern {
+                    Line::Dashed => chart.draw_series(DashedLineSeries::new(pts, 12, 6, line))?,
+                    Line::DashDot => {
                         chart.draw_series(DashedLineSeries::new(pts, 14, 4, line))?;
                         chart.draw_series(DashedLineSeries::new(
                             vec![(x0 + (x1 - x0) * 0.004, y), (x1, y)],
@@ -251,13 +251,13 @@ fn draw_panel<DB: DrawingBackend>(panel: &Panel, area: &DrawingArea<DB, Shift>) 
                             line,
                         ))?
                     }
-                    Dash::Dotted => chart.draw_series(DashedLineSeries::new(pts, 2, 5, line))?,
+                    Line::Dotted => chart.draw_series(DashedLineSeries::new(pts, 2, 5, line))?,
                 };
                 // The legend's sample in the line's pattern: four segments (repeats are harmless).
-                let p: [(i32, i32); 4] = match dash {
-                    Dash::Dashed => [(-14, -4), (2, 12), (2, 12), (2, 12)],
-                    Dash::DashDot => [(-14, -4), (0, 2), (6, 14), (6, 14)],
-                    Dash::Dotted => [(-13, -11), (-6, -4), (1, 3), (8, 10)],
+                let p: [(i32, i32); 4] = match pattern {
+                    Line::Dashed => [(-14, -4), (2, 12), (2, 12), (2, 12)],
+                    Line::DashDot => [(-14, -4), (0, 2), (6, 14), (6, 14)],
+                    Line::Dotted => [(-13, -11), (-6, -4), (1, 3), (8, 10)],
                 };
                 let seg = move |(a, b): (i32, i32)| PathElement::new(vec![(a, 0), (b, 0)], line);
                 anno.label(&s.name).legend(move |(x, y)| {
