@@ -137,6 +137,7 @@ fn bench_sweep(trials: usize, target: Option<f64>) -> Result<()> {
         epsilons: (0..10).map(|i| 0.1 + 0.2 * i as f64).collect(),
         delta: 0.0,
         lambda: 0.01,
+        local_lambda: None,
         beta: 3.0,
         trials,
         seed: 1,

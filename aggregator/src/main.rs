@@ -2,6 +2,9 @@
 //!
 //! Subcommands:
 //! - `simulate`: the in-process simulation of seed 001 §5 (see [`dpagg_shared::simulation`]).
+//! - `experiment paper`: the reproduction of seed 001 §5 — figures (CSV, SVG, PNG), Table 2 and
+//!   the paper's numbers beside ours; `experiment variants`: the investigation of the differences
+//!   ([`experiment`]).
 //! - `run`: collect the organisations' learners over gRPC, validate them, mirror-average them on
 //!   the aggregator's own data and report accuracy against the local-only baseline ([`run`]).
 //! - `demo`: K real nodes on loopback and one `run` against them ([`demo`]).
@@ -18,6 +21,7 @@ mod bench;
 mod bench_fetch;
 mod config;
 mod demo;
+mod experiment;
 mod fetch;
 mod privacy;
 mod report;
@@ -53,6 +57,8 @@ enum Command {
     Demo(demo::Args),
     /// Simulate K organisations exchanging private learners (seed 001 §5).
     Simulate(simulate::Args),
+    /// Reproduce seed 001 §5 (`paper`) and investigate the differences (`variants`).
+    Experiment(experiment::Args),
     /// Measure solver, mirror-averaging and simulation speed against baselines and targets.
     Bench(bench::Args),
     /// Privacy calculators: Gibbs β bound, DP-SGD ε, σ calibration.
@@ -81,6 +87,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(*args),
         Command::Demo(args) => demo::run(args),
         Command::Simulate(args) => simulate::run(args),
+        Command::Experiment(args) => experiment::run_command(args),
         Command::Bench(args) => bench::run(args),
         Command::BenchFetch(args) => bench_fetch::run(args),
         Command::Privacy(args) => privacy::run(args),

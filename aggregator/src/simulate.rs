@@ -148,6 +148,7 @@ pub fn run(args: Args) -> Result<()> {
         epsilons,
         delta: args.delta,
         lambda: args.lambda,
+        local_lambda: None,
         beta: args.beta,
         trials: args.trials,
         seed: args.seed,

@@ -68,8 +68,12 @@ pub struct SimulationConfig {
     pub epsilons: Vec<f64>,
     /// δ (0 for pure ε-DP).
     pub delta: f64,
-    /// Regulariser λ of every learner (local, private, centralised).
+    /// Regulariser λ of every learner (local, private, centralised), in (λ/2)‖θ‖².
     pub lambda: f64,
+    /// Regulariser of the non-private learners only (local-only baseline, non-private exchange,
+    /// centralised) when it should differ from `lambda`; `None` uses `lambda`. Lets experiments
+    /// ask how much the baselines depend on the regulariser while the private learners keep theirs.
+    pub local_lambda: Option<f64>,
     /// Mirror-averaging temperature β.
     pub beta: f64,
     /// Number of trials.
@@ -169,6 +173,9 @@ pub struct SimulationSummary {
     pub seed: u64,
     /// λ.
     pub lambda: f64,
+    /// λ of the non-private learners when it differs from `lambda`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_lambda: Option<f64>,
     /// β.
     pub beta: f64,
     /// Training rows per organisation.
@@ -222,6 +229,11 @@ fn validate(config: &SimulationConfig) -> Result<(), SimulationError> {
     }
     if config.epsilons.is_empty() {
         return bad("give at least one epsilon".into());
+    }
+    if let Some(l) = config.local_lambda.filter(|l| !(l.is_finite() && *l > 0.0)) {
+        return bad(format!(
+            "the local learners' lambda must be finite and > 0, got {l}"
+        ));
     }
     // Build every mechanism once so invalid ε/δ/λ fail before any work.
     for &e in &config.epsilons {
@@ -295,9 +307,10 @@ fn prepare_trial(
         config.orgs,
         &mut sim_rng(config.seed, &[t as u64, purpose::SPLIT, 1]),
     )?;
+    let local_lambda = config.local_lambda.unwrap_or(config.lambda);
     let local: Vec<Vec<f64>> = orgs
         .iter()
-        .map(|d| fit_logistic(d, config.lambda).map(|f| f.theta))
+        .map(|d| fit_logistic(d, local_lambda).map(|f| f.theta))
         .collect::<Result<_, _>>()?;
     let local_accuracy = local.iter().map(|th| test.accuracy(th)).collect();
     let ma = MirrorAveraging::new(config.beta)?;
@@ -312,7 +325,7 @@ fn prepare_trial(
         })
         .collect::<Result<_, SimulationError>>()?;
     let all = Dataset::concat(&orgs);
-    let centralised_accuracy = test.accuracy(&fit_logistic(&all, config.lambda)?.theta);
+    let centralised_accuracy = test.accuracy(&fit_logistic(&all, local_lambda)?.theta);
     Ok(Trial {
         index: t,
         test,
@@ -433,6 +446,7 @@ fn summarise(config: &SimulationConfig, trials: &[Trial], runs: &[OrgRun]) -> Si
         mechanism,
         seed: config.seed,
         lambda: config.lambda,
+        local_lambda: config.local_lambda,
         beta: config.beta,
         rows_per_org: trials.first().map_or(0, |t| t.orgs[0].len()),
         centralised_accuracy: Summary::of(
@@ -472,6 +486,7 @@ mod tests {
             epsilons: vec![0.5, 2.0],
             delta: 0.0,
             lambda: 0.01,
+            local_lambda: None,
             beta: 3.0,
             trials: 3,
             seed,

@@ -5,6 +5,11 @@
 //! within distance 0.03 of the plane (|⟨w, x⟩| < 0.03) are discarded and redrawn. The paper uses
 //! 5,000 training points and 1,000 test points with exactly 500 of each label. The points lie on the
 //! unit sphere, so ||x||₂ = 1 and no further normalisation (and no intercept) is needed.
+//!
+//! [`PointLaw::NormalisedCube`] is not the paper's law: it draws u uniformly from [0, 1]^d and
+//! returns u/‖u‖, which lies on the sphere but only in the positive orthant. It exists so that the
+//! reproduction (`dpagg-aggregator experiment variants`) can test whether a common slip in
+//! sampling "uniform on the sphere" explains the paper's weak local baseline; see EXPERIMENTS.md.
 
 use crate::dataset::{Dataset, dot};
 use rand::{Rng, RngExt};
@@ -21,6 +26,18 @@ pub struct SyntheticSpec {
     pub train: usize,
     /// Test points per label (500).
     pub test_per_label: usize,
+    /// How the points are drawn (the paper's: uniform on the sphere).
+    pub points: PointLaw,
+}
+
+/// The law of the feature vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PointLaw {
+    /// Uniform on the unit sphere S^{d−1} (seed 001 §5.1).
+    #[default]
+    Sphere,
+    /// u uniform on [0, 1]^d, normalised to u/‖u‖: on the sphere, in the positive orthant only.
+    NormalisedCube,
 }
 
 impl Default for SyntheticSpec {
@@ -30,6 +47,7 @@ impl Default for SyntheticSpec {
             margin: 0.03,
             train: 5000,
             test_per_label: 500,
+            points: PointLaw::Sphere,
         }
     }
 }
@@ -46,8 +64,15 @@ pub struct SyntheticData {
 }
 
 fn unit_vector<R: Rng + ?Sized>(dim: usize, rng: &mut R) -> Vec<f64> {
+    point(dim, PointLaw::Sphere, rng)
+}
+
+fn point<R: Rng + ?Sized>(dim: usize, law: PointLaw, rng: &mut R) -> Vec<f64> {
     loop {
-        let v: Vec<f64> = (0..dim).map(|_| rng.sample(StandardNormal)).collect();
+        let v: Vec<f64> = match law {
+            PointLaw::Sphere => (0..dim).map(|_| rng.sample(StandardNormal)).collect(),
+            PointLaw::NormalisedCube => (0..dim).map(|_| rng.random::<f64>()).collect(),
+        };
         let n = dot(&v, &v).sqrt();
         if n > 1e-12 {
             let mut u: Vec<f64> = v.into_iter().map(|x| x / n).collect();
@@ -61,9 +86,14 @@ fn unit_vector<R: Rng + ?Sized>(dim: usize, rng: &mut R) -> Vec<f64> {
 }
 
 /// Draws one labelled point outside the margin.
-fn labelled_point<R: Rng + ?Sized>(normal: &[f64], margin: f64, rng: &mut R) -> (Vec<f64>, f64) {
+fn labelled_point<R: Rng + ?Sized>(
+    normal: &[f64],
+    margin: f64,
+    law: PointLaw,
+    rng: &mut R,
+) -> (Vec<f64>, f64) {
     loop {
-        let x = unit_vector(normal.len(), rng);
+        let x = point(normal.len(), law, rng);
         let s = dot(&x, normal);
         if s.abs() >= margin {
             return (x, if s > 0.0 { 1.0 } else { -1.0 });
@@ -79,7 +109,7 @@ pub fn generate<R: Rng + ?Sized>(spec: &SyntheticSpec, rng: &mut R) -> Synthetic
         Vec::with_capacity(spec.train),
     );
     for _ in 0..spec.train {
-        let (p, l) = labelled_point(&normal, spec.margin, rng);
+        let (p, l) = labelled_point(&normal, spec.margin, spec.points, rng);
         x.extend(p);
         y.push(l);
     }
@@ -89,7 +119,7 @@ pub fn generate<R: Rng + ?Sized>(spec: &SyntheticSpec, rng: &mut R) -> Synthetic
     let (mut tx, mut ty) = (Vec::new(), Vec::new());
     let (mut pos, mut neg) = (0, 0);
     while pos < spec.test_per_label || neg < spec.test_per_label {
-        let (p, l) = labelled_point(&normal, spec.margin, rng);
+        let (p, l) = labelled_point(&normal, spec.margin, spec.points, rng);
         let slot = if l > 0.0 { &mut pos } else { &mut neg };
         if *slot < spec.test_per_label {
             *slot += 1;
@@ -128,6 +158,28 @@ mod tests {
         }
         // The true normal classifies perfectly.
         assert_eq!(d.test.accuracy(&d.normal), 1.0);
+    }
+
+    #[test]
+    fn normalised_cube_points_lie_on_the_sphere_in_the_positive_orthant() {
+        let spec = SyntheticSpec {
+            train: 500,
+            test_per_label: 50,
+            points: PointLaw::NormalisedCube,
+            ..SyntheticSpec::default()
+        };
+        let d = generate(&spec, &mut sim_rng(3, &[]));
+        assert_eq!(d.test.len(), 100);
+        for i in 0..d.train.len() {
+            let x = d.train.row(i);
+            let norm = dot(x, x).sqrt();
+            assert!(norm <= 1.0 && norm > 1.0 - 1e-12, "{norm}");
+            assert!(x.iter().all(|&v| v >= 0.0));
+            assert_eq!(dot(x, &d.normal).signum(), d.train.label(i));
+        }
+        // The default law is unchanged by the option's existence.
+        let a = generate(&SyntheticSpec::default(), &mut sim_rng(5, &[1]));
+        assert!((0..a.train.len()).any(|i| a.train.row(i).iter().any(|&v| v < 0.0)));
     }
 
     #[test]

@@ -14,6 +14,7 @@ fn config(dataset: &str, source: DataSource, orgs: usize, epsilons: Vec<f64>) ->
         epsilons,
         delta: 0.0,
         lambda: 0.01,
+        local_lambda: None,
         beta: 3.0,
         trials: 20,
         seed: 1,
