@@ -92,7 +92,7 @@ use super::{
 };
 use crate::dataset::{Dataset, dot};
 use crate::fastmath;
-use crate::logistic::Penalty;
+use crate::logistic::{Penalty, dot4};
 use crate::solver::{SolverOptions, minimise};
 use rand::RngExt;
 use rand_distr::StandardNormal;
@@ -580,25 +580,6 @@ struct Potential<'a> {
 
 /// Rows per block of the gradient pass (the slopes of one block live on the stack).
 const BLOCK_ROWS: usize = 256;
-
-/// ⟨a, b⟩ with four accumulators, so that the sum pipelines.
-#[inline(always)]
-fn dot4(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0; 4];
-    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
-    let tail: f64 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for k in 0..4 {
-            acc[k] += x[k] * y[k];
-        }
-    }
-    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
-}
 
 /// σ(−m) = −dℓ/dm for the logistic loss at margin m, stable for any m (one exp, no log).
 #[inline(always)]
