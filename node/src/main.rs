@@ -244,13 +244,14 @@ fn ledger(overrides: Overrides) -> Result<()> {
     for r in store.releases()? {
         let g = r.metadata.guarantee;
         println!(
-            "  {}  {}  {:<32} ε = {:<6} δ = {:<8e} λ = {}{}",
+            "  {}  {}  {:<26} ε = {:<6} δ = {:<8} λ = {:<6} {}{}",
             r.release_id,
             rfc3339(r.created_unix_ms),
             r.metadata.mechanism,
             g.epsilon,
             g.delta,
             r.spec.lambda,
+            g.relation,
             if r.metadata.seeded { "  SEEDED" } else { "" }
         );
     }
