@@ -400,6 +400,22 @@ fn run_epsilon(
         .collect()
 }
 
+/// For one ε's runs: per trial (in trial order), the number of organisations whose private
+/// aggregate beats their own local learner — the count of seed 001 Table 2.
+pub fn improved_per_trial(runs: &[&OrgRun]) -> Vec<f64> {
+    let mut trials: Vec<usize> = runs.iter().map(|r| r.trial).collect();
+    trials.sort_unstable();
+    trials.dedup();
+    trials
+        .iter()
+        .map(|&t| {
+            runs.iter()
+                .filter(|r| r.trial == t && r.aggregate_accuracy > r.local_accuracy)
+                .count() as f64
+        })
+        .collect()
+}
+
 fn summarise(config: &SimulationConfig, trials: &[Trial], runs: &[OrgRun]) -> SimulationSummary {
     let rows = config
         .epsilons
@@ -408,13 +424,7 @@ fn summarise(config: &SimulationConfig, trials: &[Trial], runs: &[OrgRun]) -> Si
             let rs: Vec<&OrgRun> = runs.iter().filter(|r| r.epsilon == eps).collect();
             let col =
                 |f: fn(&OrgRun) -> f64| Summary::of(&rs.iter().map(|r| f(r)).collect::<Vec<_>>());
-            let improved: Vec<f64> = (0..config.trials)
-                .map(|t| {
-                    rs.iter()
-                        .filter(|r| r.trial == t && r.aggregate_accuracy > r.local_accuracy)
-                        .count() as f64
-                })
-                .collect();
+            let improved = improved_per_trial(&rs);
             SummaryRow {
                 epsilon: eps,
                 delta: config.delta,

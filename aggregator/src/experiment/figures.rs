@@ -5,7 +5,7 @@
 //! so the same runs always give the same bytes.
 
 use super::plot::{Figure, Line, Mark, PALETTE, Panel, Series, Shape};
-use dpagg_shared::simulation::OrgRun;
+use dpagg_shared::simulation::{OrgRun, improved_per_trial};
 use dpagg_shared::stats::Summary;
 
 /// The paper's numbers (seed 001 §5).
@@ -77,14 +77,7 @@ pub fn rows(runs: &[OrgRun]) -> Vec<Row> {
             let mut trials: Vec<usize> = rs.iter().map(|r| r.trial).collect();
             trials.sort_unstable();
             trials.dedup();
-            let improved: Vec<f64> = trials
-                .iter()
-                .map(|&t| {
-                    rs.iter()
-                        .filter(|r| r.trial == t && r.aggregate_accuracy > r.local_accuracy)
-                        .count() as f64
-                })
-                .collect();
+            let improved = improved_per_trial(&rs);
             let centralised: Vec<f64> = trials
                 .iter()
                 .filter_map(|&t| rs.iter().find(|r| r.trial == t))
