@@ -11,7 +11,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         out.join("dpagg_v1_descriptor.bin"),
         prost::Message::encode_to_vec(&fds),
     )?;
+    // Ordered maps: the same message always encodes to the same bytes (a HashMap's iteration order
+    // differs between calls, so `parameters` and `options` would come back reordered).
     tonic_prost_build::configure()
+        .btree_map(".")
         .build_client(true)
         .build_server(true)
         .compile_fds(fds)?;

@@ -1,5 +1,5 @@
-//! Node configuration: a TOML file whose every setting can be overridden by a flag or an
-//! environment variable (see `dpagg-node serve --help`).
+//! Node configuration: one [`Settings`] struct read from a TOML file, flags and environment
+//! variables (see `dpagg-node serve --help`), resolved into a [`NodeConfig`].
 //!
 //! ```toml
 //! organisation_id = "hospital-a"
@@ -9,117 +9,42 @@
 //! state_dir = "state"
 //!
 //! [policy]
-//! epsilon_total = 10.0                # replace-one; see dpagg_shared::accounting::ledger
+//! epsilon_total = 10.0                # replace-one; see dpagg_shared::privacy::accounting::ledger
 //! delta_total = 1e-5
 //! max_epsilon_per_release = 2.0
 //! allow_remote_publish = false        # PublishLearner from clients
 //! allow_unproven = false              # releases whose guarantee is not proven (refused)
 //! ```
+//!
+//! Every key is also a flag (`--epsilon-total`) and an environment variable
+//! (`DPAGG_EPSILON_TOTAL`); flags and environment win over the file, the file over the
+//! defaults, and each default is written once, in its argument. Errors name where the bad value
+//! came from (the file, the flag or the variable; see [`dpagg_shared::cli::settings`]).
 
+use clap::ArgMatches;
+use dpagg_shared::cli::{ConfigError, FileSettings, Layers, Setting};
+use dpagg_shared::privacy::accounting::admission::BUDGET_SLACK;
 use serde::Deserialize;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// The node's privacy policy.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+/// Where a node listens unless told otherwise (also where `dpagg-node health` asks).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:50051";
+
+/// Every setting of a node as a file, flags or the environment give it (all optional here;
+/// [`Settings::resolve`] says what is required).
+#[derive(Debug, Default, Clone, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields)]
-pub struct Policy {
-    /// Total ε the node will ever spend.
-    pub epsilon_total: f64,
-    /// Total δ the node will ever spend.
-    #[serde(default)]
-    pub delta_total: f64,
-    /// Largest ε of one release [default: epsilon_total].
-    pub max_epsilon_per_release: Option<f64>,
-    /// Whether clients may ask the node to publish.
-    #[serde(default)]
-    pub allow_remote_publish: bool,
-    /// Whether the node publishes releases whose guarantee is not proven for the algorithm as
-    /// run (e.g. `gibbs-posterior-unproven`). Off by default.
-    #[serde(default)]
-    pub allow_unproven: bool,
-}
-
-impl Policy {
-    /// The per-release cap (defaults to the total).
-    pub fn cap(&self) -> f64 {
-        self.max_epsilon_per_release.unwrap_or(self.epsilon_total)
-    }
-
-    fn validate(&self, origin: &str) -> Result<(), ConfigError> {
-        let bad =
-            |field: &'static str, value: f64, requirement: &'static str| ConfigError::Invalid {
-                origin: origin.to_owned(),
-                field,
-                value: value.to_string(),
-                requirement,
-            };
-        if !(self.epsilon_total.is_finite() && self.epsilon_total >= 0.0) {
-            return Err(bad(
-                "policy.epsilon_total",
-                self.epsilon_total,
-                "a finite number >= 0",
-            ));
-        }
-        if !(self.delta_total >= 0.0 && self.delta_total < 1.0) {
-            return Err(bad("policy.delta_total", self.delta_total, "in [0, 1)"));
-        }
-        if !(self.cap().is_finite() && self.cap() > 0.0) {
-            return Err(bad(
-                "policy.max_epsilon_per_release",
-                self.cap(),
-                "a finite number > 0",
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// The settings as written in a file (every field optional: flags may supply it).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    /// See [`NodeConfig::organisation_id`].
-    pub organisation_id: Option<String>,
-    /// See [`NodeConfig::listen`].
-    pub listen: Option<String>,
-    /// See [`NodeConfig::data`].
-    pub data: Option<PathBuf>,
-    /// See [`NodeConfig::schema`].
-    pub schema: Option<PathBuf>,
-    /// See [`NodeConfig::state_dir`].
-    pub state_dir: Option<PathBuf>,
-    /// See [`NodeConfig::policy`].
-    pub policy: Option<PolicyFile>,
-}
-
-/// `[policy]` as written in a file.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyFile {
-    /// See [`Policy::epsilon_total`].
-    pub epsilon_total: Option<f64>,
-    /// See [`Policy::delta_total`].
-    pub delta_total: Option<f64>,
-    /// See [`Policy::max_epsilon_per_release`].
-    pub max_epsilon_per_release: Option<f64>,
-    /// See [`Policy::allow_remote_publish`].
-    pub allow_remote_publish: Option<bool>,
-    /// See [`Policy::allow_unproven`].
-    pub allow_unproven: Option<bool>,
-}
-
-/// Settings given on the command line or in the environment (they win over the file).
-#[derive(Debug, Default, Clone, clap::Args)]
-pub struct Overrides {
-    /// Configuration file (TOML).
+pub struct Settings {
+    /// Configuration file (TOML); relative paths in it are relative to it.
     #[arg(long, env = "DPAGG_CONFIG")]
+    #[serde(skip)]
     pub config: Option<PathBuf>,
     /// Organisation identifier.
     #[arg(long, env = "DPAGG_ORGANISATION_ID")]
     pub organisation_id: Option<String>,
-    /// Address to listen on [default: 127.0.0.1:50051; port 0 picks a free port].
-    #[arg(long, env = "DPAGG_LISTEN")]
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, env = "DPAGG_LISTEN", default_value = DEFAULT_LISTEN)]
     pub listen: Option<String>,
     /// The organisation's data (CSV with a header row).
     #[arg(long, env = "DPAGG_DATA")]
@@ -130,21 +55,99 @@ pub struct Overrides {
     /// Folder for the node's database (releases and privacy ledger).
     #[arg(long, env = "DPAGG_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
-    /// Total ε budget.
-    #[arg(long, env = "DPAGG_EPSILON_TOTAL")]
+    /// The privacy policy: flags of their own, `[policy]` in the file.
+    #[command(flatten)]
+    #[serde(default)]
+    pub policy: PolicySettings,
+}
+
+/// The `[policy]` settings.
+#[derive(Debug, Default, Clone, Deserialize, clap::Args)]
+#[serde(deny_unknown_fields)]
+#[command(next_help_heading = "Privacy policy")]
+pub struct PolicySettings {
+    /// Total ε the node will ever spend (under replace-one).
+    #[arg(long, env = "DPAGG_EPSILON_TOTAL", allow_negative_numbers = true)]
     pub epsilon_total: Option<f64>,
-    /// Total δ budget.
-    #[arg(long, env = "DPAGG_DELTA_TOTAL")]
+    /// Total δ the node will ever spend.
+    #[arg(
+        long,
+        env = "DPAGG_DELTA_TOTAL",
+        allow_negative_numbers = true,
+        default_value = "0"
+    )]
     pub delta_total: Option<f64>,
-    /// Largest ε of one release.
-    #[arg(long, env = "DPAGG_MAX_EPSILON_PER_RELEASE")]
+    /// Largest ε of one release [default: the total].
+    #[arg(
+        long,
+        env = "DPAGG_MAX_EPSILON_PER_RELEASE",
+        allow_negative_numbers = true
+    )]
     pub max_epsilon_per_release: Option<f64>,
     /// Accept PublishLearner from clients.
-    #[arg(long, env = "DPAGG_ALLOW_REMOTE_PUBLISH")]
+    #[arg(long, env = "DPAGG_ALLOW_REMOTE_PUBLISH", default_value = "false")]
     pub allow_remote_publish: Option<bool>,
     /// Publish releases whose guarantee is not proven for the algorithm as run.
-    #[arg(long, env = "DPAGG_ALLOW_UNPROVEN")]
+    #[arg(long, env = "DPAGG_ALLOW_UNPROVEN", default_value = "false")]
     pub allow_unproven: Option<bool>,
+}
+
+/// The node's privacy policy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Policy {
+    /// Total ε the node will ever spend.
+    pub epsilon_total: f64,
+    /// Total δ the node will ever spend.
+    pub delta_total: f64,
+    /// Largest ε of one release [default: epsilon_total].
+    pub max_epsilon_per_release: Option<f64>,
+    /// Whether clients may ask the node to publish.
+    pub allow_remote_publish: bool,
+    /// Whether the node publishes releases whose guarantee is not proven for the algorithm as
+    /// run (e.g. `gibbs-posterior-unproven`). Off by default.
+    pub allow_unproven: bool,
+}
+
+/// A budget total set below what the ledger has already spent.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error(
+    "`{key}` = {total} is below the {what} already spent ({spent}): the ledger cannot be \
+     un-spent; set it to at least {spent} (equal to stop publishing)"
+)]
+pub struct BelowSpent {
+    /// The setting.
+    pub key: &'static str,
+    /// "ε" or "δ".
+    pub what: &'static str,
+    /// The total the policy sets.
+    pub total: f64,
+    /// What the ledger has spent (under replace-one).
+    pub spent: f64,
+}
+
+impl Policy {
+    /// The per-release cap (defaults to the total).
+    pub fn cap(&self) -> f64 {
+        self.max_epsilon_per_release.unwrap_or(self.epsilon_total)
+    }
+
+    /// The totals that are below what the ledger has spent (`epsilon`, `delta` under
+    /// replace-one). A node in that state must not start: lowering a total cannot un-spend.
+    pub fn below_spent(&self, epsilon: f64, delta: f64) -> Vec<BelowSpent> {
+        [
+            ("policy.epsilon_total", "ε", self.epsilon_total, epsilon),
+            ("policy.delta_total", "δ", self.delta_total, delta),
+        ]
+        .into_iter()
+        .filter(|&(_, _, total, spent)| spent > total * (1.0 + BUDGET_SLACK))
+        .map(|(key, what, total, spent)| BelowSpent {
+            key,
+            what,
+            total,
+            spent,
+        })
+        .collect()
+    }
 }
 
 /// The resolved configuration.
@@ -164,151 +167,74 @@ pub struct NodeConfig {
     pub policy: Policy,
 }
 
-/// A configuration problem, as one line naming the file and field.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// The file cannot be read.
-    #[error("{path}: cannot read the configuration: {source}")]
-    Io {
-        /// The file.
-        path: String,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The file is not valid TOML of the expected shape.
-    #[error("{origin}: {message}")]
-    Syntax {
-        /// The file.
-        origin: String,
-        /// The parser's message, on one line.
-        message: String,
-    },
-    /// A required setting is missing.
-    #[error("{origin}: missing `{field}` (set it in the file, with --{flag} or ${env})")]
-    Missing {
-        /// Where settings came from.
-        origin: String,
-        /// The setting.
-        field: &'static str,
-        /// Its flag.
-        flag: &'static str,
-        /// Its environment variable.
-        env: &'static str,
-    },
-    /// A setting has an invalid value.
-    #[error("{origin}: `{field}` = {value}: must be {requirement}")]
-    Invalid {
-        /// Where settings came from.
-        origin: String,
-        /// The setting.
-        field: &'static str,
-        /// Its value.
-        value: String,
-        /// What it must be.
-        requirement: &'static str,
-    },
+impl FileSettings for Settings {
+    fn take_config(&mut self) -> Option<PathBuf> {
+        self.config.take()
+    }
+
+    fn paths(&mut self) -> Vec<&mut Option<PathBuf>> {
+        vec![&mut self.data, &mut self.schema, &mut self.state_dir]
+    }
 }
 
-impl Overrides {
-    /// Reads the file (if any) and applies the overrides.
-    pub fn resolve(&self) -> Result<NodeConfig, ConfigError> {
-        let (file, base, origin) = match &self.config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
-                    path: path.display().to_string(),
-                    source,
-                })?;
-                let file: FileConfig = toml::from_str(&text).map_err(|e| ConfigError::Syntax {
-                    origin: path.display().to_string(),
-                    message: e.message().replace('\n', " "),
-                })?;
-                let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-                (file, base, path.display().to_string())
-            }
-            None => (
-                FileConfig::default(),
-                PathBuf::new(),
-                "command line".to_owned(),
-            ),
-        };
-        let missing = |field, flag, env| ConfigError::Missing {
-            origin: origin.clone(),
-            field,
-            flag,
-            env,
-        };
-        // Paths from the file are relative to the file; paths from flags to the working directory.
-        let path = |flag: &Option<PathBuf>, from_file: Option<PathBuf>| {
-            flag.clone().or_else(|| from_file.map(|p| base.join(p)))
-        };
-        let organisation_id = self
-            .organisation_id
-            .clone()
-            .or(file.organisation_id)
-            .ok_or_else(|| {
-                missing(
-                    "organisation_id",
-                    "organisation-id",
-                    "DPAGG_ORGANISATION_ID",
-                )
-            })?;
-        if organisation_id.trim().is_empty() {
-            return Err(ConfigError::Invalid {
-                origin,
-                field: "organisation_id",
-                value: "\"\"".into(),
-                requirement: "non-empty",
-            });
+impl Settings {
+    /// Resolves these settings — as clap parsed them from `matches`, the matches of the
+    /// (sub)command they are flattened into — over the file they name and the defaults.
+    pub fn resolve(self, matches: &ArgMatches) -> Result<NodeConfig, ConfigError> {
+        let mut l = Layers::read(self, matches)?;
+        let id = l.require("organisation_id", |s| s.organisation_id.take())?;
+        if id.value.trim().is_empty() {
+            return Err(id.invalid(format!("{:?}", id.value), "non-empty"));
         }
-        let listen_text = self
-            .listen
-            .clone()
-            .or(file.listen)
-            .unwrap_or_else(|| "127.0.0.1:50051".into());
-        let listen = listen_text.parse().map_err(|_| ConfigError::Invalid {
-            origin: origin.clone(),
-            field: "listen",
-            value: listen_text.clone(),
-            requirement: "an address like 127.0.0.1:50051",
-        })?;
-        let data =
-            path(&self.data, file.data).ok_or_else(|| missing("data", "data", "DPAGG_DATA"))?;
-        let schema = path(&self.schema, file.schema)
-            .ok_or_else(|| missing("schema", "schema", "DPAGG_SCHEMA"))?;
-        let state_dir = path(&self.state_dir, file.state_dir)
-            .ok_or_else(|| missing("state_dir", "state-dir", "DPAGG_STATE_DIR"))?;
-        let p = file.policy.unwrap_or_default();
-        let policy = Policy {
-            epsilon_total: self.epsilon_total.or(p.epsilon_total).ok_or_else(|| {
-                missing(
-                    "policy.epsilon_total",
-                    "epsilon-total",
-                    "DPAGG_EPSILON_TOTAL",
-                )
-            })?,
-            delta_total: self.delta_total.or(p.delta_total).unwrap_or(0.0),
-            max_epsilon_per_release: self.max_epsilon_per_release.or(p.max_epsilon_per_release),
-            allow_remote_publish: self
-                .allow_remote_publish
-                .or(p.allow_remote_publish)
-                .unwrap_or(false),
-            allow_unproven: self.allow_unproven.or(p.allow_unproven).unwrap_or(false),
-        };
-        policy.validate(&origin)?;
+        let listen = l.require("listen", |s| s.listen.take())?;
+        let address = listen
+            .value
+            .parse()
+            .map_err(|_| listen.invalid(&listen.value, "an address like 127.0.0.1:50051"))?;
         Ok(NodeConfig {
-            organisation_id,
-            listen,
-            data,
-            schema,
-            state_dir,
-            policy,
+            organisation_id: id.value,
+            listen: address,
+            data: l.require("data", |s| s.data.take())?.value,
+            schema: l.require("schema", |s| s.schema.take())?.value,
+            state_dir: l.require("state_dir", |s| s.state_dir.take())?.value,
+            policy: resolve_policy(&mut l)?,
         })
     }
+}
+
+fn resolve_policy(l: &mut Layers<'_, Settings>) -> Result<Policy, ConfigError> {
+    let finite_positive =
+        |s: Setting<f64>| s.check("a finite number > 0", |v| v.is_finite() && *v > 0.0);
+    Ok(Policy {
+        epsilon_total: l
+            .require("policy.epsilon_total", |s| s.policy.epsilon_total.take())?
+            .check("a finite number >= 0", |v| v.is_finite() && *v >= 0.0)?,
+        delta_total: l
+            .require("policy.delta_total", |s| s.policy.delta_total.take())?
+            .check("in [0, 1)", |v| (0.0..1.0).contains(v))?,
+        max_epsilon_per_release: l
+            .get("policy.max_epsilon_per_release", |s| {
+                s.policy.max_epsilon_per_release.take()
+            })
+            .map(finite_positive)
+            .transpose()?,
+        allow_remote_publish: l
+            .require("policy.allow_remote_publish", |s| {
+                s.policy.allow_remote_publish.take()
+            })?
+            .value,
+        allow_unproven: l
+            .require("policy.allow_unproven", |s| s.policy.allow_unproven.take())?
+            .value,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::FromArgMatches;
+    use dpagg_shared::cli::Origin;
+    use std::path::Path;
 
     fn write(dir: &Path, text: &str) -> PathBuf {
         let p = dir.join("node.toml");
@@ -316,76 +242,144 @@ mod tests {
         p
     }
 
+    /// Resolves settings given as command-line arguments (the environment as it is: tests do
+    /// not set DPAGG_* variables).
+    fn resolve(args: &[&str]) -> Result<NodeConfig, ConfigError> {
+        let command = <Settings as clap::Args>::augment_args(clap::Command::new("node"));
+        let matches = command
+            .try_get_matches_from(std::iter::once("node").chain(args.iter().copied()))
+            .expect("parses");
+        Settings::from_arg_matches(&matches)
+            .expect("settings")
+            .resolve(&matches)
+    }
+
+    const VALID: &str =
+        "organisation_id = \"a\"\ndata = \"a.csv\"\nschema = \"s.toml\"\nstate_dir = \"st\"\n";
+
     #[test]
     fn file_values_flags_and_relative_paths() {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = write(
             dir.path(),
-            "organisation_id = \"a\"\ndata = \"a.csv\"\nschema = \"s.toml\"\nstate_dir = \"st\"\n[policy]\nepsilon_total = 5.0\n",
+            &format!("{VALID}[policy]\nepsilon_total = 5.0\n"),
         );
-        let c = Overrides {
-            config: Some(p.clone()),
-            ..Overrides::default()
-        }
-        .resolve()
-        .expect("valid");
+        let p = p.to_str().expect("utf8");
+        let c = resolve(&["--config", p]).expect("valid");
         assert_eq!(c.data, dir.path().join("a.csv"));
         assert_eq!(c.policy.cap(), 5.0);
+        assert_eq!(c.policy.delta_total, 0.0);
         assert!(!c.policy.allow_remote_publish);
-        let c = Overrides {
-            config: Some(p),
-            epsilon_total: Some(2.0),
-            data: Some("x.csv".into()),
-            ..Overrides::default()
-        }
-        .resolve()
-        .expect("valid");
+        assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
+        let c =
+            resolve(&["--config", p, "--epsilon-total", "2", "--data", "x.csv"]).expect("valid");
         assert_eq!(c.policy.epsilon_total, 2.0);
         assert_eq!(c.data, PathBuf::from("x.csv"));
+        let c = resolve(&["--config", p, "--allow-remote-publish", "true"]).expect("valid");
+        assert!(c.policy.allow_remote_publish);
     }
 
     #[test]
     fn errors_name_the_file_and_field() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let missing = Overrides {
-            config: Some(dir.path().join("nope.toml")),
-            ..Overrides::default()
-        }
-        .resolve()
-        .expect_err("must fail")
-        .to_string();
+        let nope = dir.path().join("nope.toml");
+        let missing = resolve(&["--config", nope.to_str().expect("utf8")])
+            .expect_err("must fail")
+            .to_string();
         assert!(missing.contains("nope.toml"), "{missing}");
         let p = write(dir.path(), "organisation_id = \"a\"\nbogus = 1\n");
-        let e = Overrides {
-            config: Some(p),
-            ..Overrides::default()
-        }
-        .resolve()
-        .expect_err("must fail")
-        .to_string();
+        let e = resolve(&["--config", p.to_str().expect("utf8")])
+            .expect_err("must fail")
+            .to_string();
         assert!(e.contains("node.toml") && e.contains("bogus"), "{e}");
-        let p = write(
-            dir.path(),
-            "organisation_id = \"a\"\ndata = \"a.csv\"\nschema = \"s.toml\"\nstate_dir = \"st\"\n",
-        );
-        let e = Overrides {
-            config: Some(p.clone()),
-            ..Overrides::default()
-        }
-        .resolve()
-        .expect_err("must fail")
-        .to_string();
+        let p = write(dir.path(), VALID);
+        let p = p.to_str().expect("utf8");
+        let e = resolve(&["--config", p])
+            .expect_err("must fail")
+            .to_string();
         assert!(e.contains("epsilon_total"), "{e}");
-        let e = Overrides {
-            config: Some(p),
-            epsilon_total: Some(1.0),
-            delta_total: Some(1.5),
-            ..Overrides::default()
-        }
-        .resolve()
+        let e = resolve(&[
+            "--config",
+            p,
+            "--epsilon-total",
+            "1",
+            "--delta-total",
+            "1.5",
+        ])
         .expect_err("must fail")
         .to_string();
         assert!(e.contains("delta_total"), "{e}");
         assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn errors_blame_the_flag_or_the_file_that_gave_the_value() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = write(
+            dir.path(),
+            &format!("{VALID}[policy]\nepsilon_total = nan\n"),
+        );
+        let p = p.to_str().expect("utf8");
+        let e = resolve(&["--config", p]).expect_err("NaN");
+        assert_eq!(e.origin, Origin::File(PathBuf::from(p)));
+        assert_eq!(e.key, "policy.epsilon_total");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("{p}: `policy.epsilon_total` = NaN"))
+        );
+        let e = resolve(&["--config", p, "--epsilon-total", "-1"]).expect_err("negative");
+        assert_eq!(
+            e.to_string(),
+            "--epsilon-total: `policy.epsilon_total` = -1: must be a finite number >= 0"
+        );
+        let e = resolve(&[
+            "--config",
+            p,
+            "--epsilon-total",
+            "1",
+            "--max-epsilon-per-release",
+            "0",
+        ])
+        .expect_err("zero cap");
+        assert_eq!(e.origin, Origin::Flag("--max-epsilon-per-release".into()));
+        let e = resolve(&[
+            "--config",
+            p,
+            "--epsilon-total",
+            "1",
+            "--organisation-id",
+            " ",
+        ])
+        .expect_err("blank id");
+        assert_eq!(e.origin, Origin::Flag("--organisation-id".into()));
+    }
+
+    #[test]
+    fn a_zero_total_is_a_valid_policy_that_admits_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = write(dir.path(), &format!("{VALID}[policy]\nepsilon_total = 0\n"));
+        let c = resolve(&["--config", p.to_str().expect("utf8")]).expect("valid");
+        assert_eq!(c.policy.cap(), 0.0);
+    }
+
+    #[test]
+    fn totals_below_the_spend_are_named() {
+        let policy = Policy {
+            epsilon_total: 1.0,
+            delta_total: 1e-5,
+            max_epsilon_per_release: None,
+            allow_remote_publish: false,
+            allow_unproven: false,
+        };
+        assert!(policy.below_spent(1.0, 1e-5).is_empty());
+        assert!(policy.below_spent(1.0 + 1e-15, 0.0).is_empty(), "rounding");
+        let below = policy.below_spent(1.5, 2e-5);
+        assert_eq!(below.len(), 2);
+        let text = below[0].to_string();
+        assert!(
+            text.contains("`policy.epsilon_total` = 1") && text.contains("(1.5)"),
+            "{text}"
+        );
+        assert_eq!(below[1].key, "policy.delta_total");
     }
 }

@@ -6,64 +6,56 @@
 //! - `check`: validate a CSV against the public schema (nothing is released).
 //! - `health`: ask a running node whether it is serving (for container health checks).
 //!
-//! Errors are printed as one line on stderr with a non-zero exit status.
+//! Logging, settings and the exit path are `dpagg_shared::cli`: errors are one line on stderr
+//! with a non-zero exit status; output goes through [`Out`], so a reader that goes away
+//! (`dpagg-node ledger | head -1`) ends the command cleanly.
 #![forbid(unsafe_code)]
 
 use anyhow::{Context, Result, bail};
-use clap::{Parser, Subcommand};
-use dpagg_node::config::Overrides;
+use clap::{ArgMatches, Subcommand};
+use dpagg_node::config::{DEFAULT_LISTEN, NodeConfig, Settings};
 use dpagg_node::node::Node;
-use dpagg_node::store::{Spec, Store, rfc3339};
-use dpagg_shared::csvload::load_csv;
-use dpagg_shared::schema::Schema;
+use dpagg_node::store::Store;
+use dpagg_shared::cli::{self, Out, exit::is_stdout_closed};
+use dpagg_shared::data::csv::load_csv;
+use dpagg_shared::data::schema::Schema;
+use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};
+use dpagg_shared::util::time::rfc3339;
+use std::io::Write;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// An organisation's dpagg node.
-#[derive(Debug, Parser)]
-#[command(name = "dpagg-node", version, about)]
-struct Cli {
-    /// Log format on stderr.
-    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Human, env = "DPAGG_LOG_FORMAT")]
-    log_format: LogFormat,
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum LogFormat {
-    Human,
-    Json,
-}
-
+/// The subcommands of `dpagg-node`.
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the organisation's private learners over gRPC.
-    Serve(Overrides),
+    Serve(Settings),
     /// Release a learner locally (charged to the same ledger as `serve`).
     Publish {
         #[command(flatten)]
-        config: Overrides,
+        config: Settings,
         /// Mechanism: objective-perturbation, output-perturbation, dp-sgd, dp-sgd-bst,
         /// gibbs-posterior, gibbs-posterior-unproven.
-        #[arg(long, default_value = "objective-perturbation")]
-        mechanism: String,
+        #[arg(long, default_value = "objective-perturbation", value_parser = parse_mechanism)]
+        mechanism: MechanismKind,
         /// ε of the release.
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         epsilon: f64,
         /// δ of the release (0: pure ε-DP).
-        #[arg(long, default_value_t = 0.0)]
+        #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
         delta: f64,
-        /// Regulariser λ.
-        #[arg(long, default_value_t = 0.01)]
-        lambda: f64,
+        /// Regulariser λ: `auto` (a function of n, d, ε and the mechanism only; recorded in the
+        /// release) or a number.
+        #[arg(long, default_value = "auto", allow_negative_numbers = true)]
+        lambda: Lambda,
         /// Mechanism option name=value (repeat), e.g. --option steps=500 for dp-sgd.
-        #[arg(long = "option", value_parser = dpagg_shared::mechanism::kind::parse_option)]
+        #[arg(long = "option", value_parser = dpagg_shared::privacy::mechanism::kind::parse_option)]
         option: Vec<(String, f64)>,
     },
     /// Print spent and remaining budget and the releases.
-    Ledger(Overrides),
+    Ledger(Settings),
     /// Check a CSV file against a public schema (locally; nothing is released).
     Check {
         /// The organisation's data (CSV with a header row).
@@ -75,8 +67,8 @@ enum Command {
     },
     /// Exit 0 if the node at ADDR reports SERVING on the gRPC health service.
     Health {
-        /// The node's address, e.g. 127.0.0.1:50051.
-        #[arg(long, default_value = "127.0.0.1:50051", env = "DPAGG_LISTEN")]
+        /// The node's address.
+        #[arg(long, default_value = DEFAULT_LISTEN, env = "DPAGG_LISTEN")]
         addr: String,
         /// Seconds to wait for an answer.
         #[arg(long, default_value_t = 5)]
@@ -84,11 +76,12 @@ enum Command {
     },
 }
 
-fn check(data: PathBuf, schema: PathBuf) -> Result<()> {
+fn check(data: PathBuf, schema: PathBuf, out: &mut Out) -> Result<()> {
     let schema = Schema::load(&schema)?;
     let (dataset, report) = load_csv(&data, &schema)?;
     let positive = dataset.labels().iter().filter(|&&l| l > 0.0).count();
-    println!(
+    writeln!(
+        out,
         "{}: {} rows ({} `{}`, {} `{}`), {} columns after normalisation",
         data.display(),
         report.rows,
@@ -97,21 +90,26 @@ fn check(data: PathBuf, schema: PathBuf) -> Result<()> {
         dataset.len() - positive,
         schema.label.negative,
         schema.dim()
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "schema `{}` fingerprint {}",
         schema.name,
         schema.fingerprint()
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "max row norm {:.6} (the privacy proofs need ≤ 1)",
         dataset.max_row_norm()
-    );
+    )?;
     if report.total_clipped() == 0 {
-        println!("no value outside the schema bounds");
+        writeln!(out, "no value outside the schema bounds")?;
     }
     for (feature, count) in report.clipped.iter().filter(|(_, c)| *c > 0) {
-        println!("clipped {count} value(s) of `{feature}` to its schema bounds");
+        writeln!(
+            out,
+            "clipped {count} value(s) of `{feature}` to its schema bounds"
+        )?;
     }
     Ok(())
 }
@@ -142,8 +140,19 @@ async fn shutdown_signal() {
     tracing::info!("shutting down: draining in-flight requests");
 }
 
-fn serve(overrides: Overrides) -> Result<()> {
-    let config = overrides.resolve()?;
+/// One machine-readable line for scripts and tests that start the node on port 0. Nobody
+/// reading it (a closed pipe) is no reason to stop serving.
+fn announce(out: &mut Out, addr: SocketAddr) -> Result<()> {
+    match writeln!(out, "dpagg-node listening on {addr}") {
+        Err(e) if is_stdout_closed(&e) => {
+            tracing::warn!("stdout is closed; serving without announcing the address there");
+            Ok(())
+        }
+        result => result.context("cannot print the listening address"),
+    }
+}
+
+fn serve(config: NodeConfig, out: &mut Out) -> Result<()> {
     let node = Arc::new(Node::load(&config)?);
     runtime()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind(config.listen)
@@ -151,8 +160,7 @@ fn serve(overrides: Overrides) -> Result<()> {
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let addr = listener.local_addr().context("listener address")?;
         tracing::info!(%addr, organisation = %node.organisation_id, "serving");
-        // One machine-readable line for scripts and tests that start the node on port 0.
-        println!("dpagg-node listening on {addr}");
+        announce(out, addr)?;
         // Drain in-flight requests after a signal, but do not wait forever on idle clients.
         let signalled = Arc::new(tokio::sync::Notify::new());
         let notify = signalled.clone();
@@ -172,13 +180,22 @@ fn serve(overrides: Overrides) -> Result<()> {
     })
 }
 
-fn publish(overrides: Overrides, spec: Spec) -> Result<()> {
-    let config = overrides.resolve()?;
+fn parse_mechanism(s: &str) -> Result<MechanismKind, String> {
+    MechanismKind::from_name(s).ok_or_else(|| {
+        format!(
+            "unknown mechanism `{s}` (available: {})",
+            MechanismKind::names()
+        )
+    })
+}
+
+fn publish(config: NodeConfig, spec: LearnerSpec, out: &mut Out) -> Result<()> {
     let node = Node::load(&config)?;
     let (release, new) = node.publish(&spec)?;
     let b = node.budget()?;
-    let g = release.metadata.guarantee;
-    println!(
+    let g = release.metadata().guarantee;
+    writeln!(
+        out,
         "{} release {} ({}, ε = {}, δ = {}, {})",
         if new {
             "published"
@@ -186,23 +203,25 @@ fn publish(overrides: Overrides, spec: Spec) -> Result<()> {
             "already published:"
         },
         release.release_id,
-        release.metadata.mechanism,
+        release.metadata().mechanism,
         g.epsilon,
         g.delta,
         g.relation
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "budget: spent ε = {:.6}, δ = {:e}; remaining ε = {:.6}, δ = {:e}",
         b.spent.epsilon,
         b.spent.delta,
         b.epsilon_remaining(),
         b.delta_remaining()
-    );
+    )?;
     Ok(())
 }
 
-fn ledger(overrides: Overrides) -> Result<()> {
-    let config = overrides.resolve()?;
+/// The ledger as it is, even when the policy's totals are below the spend (then `serve` and
+/// `publish` refuse to start, and this says why).
+fn ledger(config: NodeConfig, out: &mut Out) -> Result<()> {
     if !config.state_dir.join("node.sqlite").exists() {
         bail!(
             "{}: no ledger here yet (nothing has been published)",
@@ -212,24 +231,36 @@ fn ledger(overrides: Overrides) -> Result<()> {
     let store = Store::open(&config.state_dir)?;
     let s = store.spent()?;
     let p = config.policy;
-    println!("organisation {}", config.organisation_id);
-    println!(
+    writeln!(out, "organisation {}", config.organisation_id)?;
+    writeln!(
+        out,
         "ε: total {} spent {:.6} remaining {:.6} (cap {} per release)",
         p.epsilon_total,
         s.epsilon,
         (p.epsilon_total - s.epsilon).max(0.0),
         p.cap()
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "δ: total {:e} spent {:e} remaining {:e}",
         p.delta_total,
         s.delta,
         (p.delta_total - s.delta).max(0.0)
-    );
-    println!("(totals under replace-one; add/remove-one spend counts as (2ε, (1 + e^ε)δ))");
+    )?;
+    for below in p.below_spent(s.epsilon, s.delta) {
+        writeln!(
+            out,
+            "BUDGET BELOW SPENT: {below}. Until then `serve` and `publish` refuse to start."
+        )?;
+    }
+    writeln!(
+        out,
+        "(totals under replace-one; add/remove-one spend counts as (2ε, (1 + e^ε)δ))"
+    )?;
     for r in [s.replace_one, s.add_remove_one] {
         if r.charges > 0 {
-            println!(
+            writeln!(
+                out,
                 "  {:<15} ε = {:.6} ({}; Σε = {:.6}), δ = {:e}, {} release(s)",
                 r.relation.to_string(),
                 r.epsilon,
@@ -237,28 +268,29 @@ fn ledger(overrides: Overrides) -> Result<()> {
                 r.basic_epsilon,
                 r.delta,
                 r.charges
-            );
+            )?;
         }
     }
-    println!("{} release(s):", s.charges);
+    writeln!(out, "{} release(s):", s.charges)?;
     for r in store.releases()? {
-        let g = r.metadata.guarantee;
-        println!(
+        let g = r.metadata().guarantee;
+        writeln!(
+            out,
             "  {}  {}  {:<26} ε = {:<6} δ = {:<8} λ = {:<6} {}{}",
             r.release_id,
             rfc3339(r.created_unix_ms),
-            r.metadata.mechanism,
+            r.metadata().mechanism,
             g.epsilon,
             g.delta,
-            r.spec.lambda,
+            r.spec.l2,
             g.relation,
-            if r.metadata.seeded { "  SEEDED" } else { "" }
-        );
+            if r.metadata().seeded { "  SEEDED" } else { "" }
+        )?;
     }
     Ok(())
 }
 
-fn health(addr: String, timeout: u64) -> Result<()> {
+fn health(addr: String, timeout: u64, out: &mut Out) -> Result<()> {
     use tonic_health::pb::health_check_response::ServingStatus;
     use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
     runtime()?.block_on(async move {
@@ -281,31 +313,15 @@ fn health(addr: String, timeout: u64) -> Result<()> {
         if status != ServingStatus::Serving {
             bail!("node at {addr} is not serving ({status:?})");
         }
-        println!("{addr}: SERVING");
+        writeln!(out, "{addr}: SERVING")?;
         Ok(())
     })
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    // A server narrates its life at info; one-shot commands stay quiet so an error is one line.
-    let default_level = if matches!(cli.command, Command::Serve(_)) {
-        "info"
-    } else {
-        "warn"
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("DPAGG_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false);
-    match cli.log_format {
-        LogFormat::Human => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
-    let result = match cli.command {
-        Command::Serve(o) => serve(o),
+/// Runs `command`; `matches` are its subcommand's, which say where each setting came from.
+fn run(command: Command, matches: &ArgMatches, out: &mut Out) -> Result<()> {
+    match command {
+        Command::Serve(settings) => serve(settings.resolve(matches)?, out),
         Command::Publish {
             config,
             mechanism,
@@ -313,25 +329,39 @@ fn main() -> ExitCode {
             delta,
             lambda,
             option,
-        } => publish(
-            config,
-            Spec {
-                mechanism,
+        } => {
+            let spec = LearnerSpec {
+                kind: mechanism,
                 epsilon,
                 delta,
-                lambda,
+                l2: lambda,
                 options: option.into_iter().collect(),
-            },
-        ),
-        Command::Ledger(o) => ledger(o),
-        Command::Check { data, schema } => check(data, schema),
-        Command::Health { addr, timeout } => health(addr, timeout),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
-            ExitCode::FAILURE
+            };
+            publish(config.resolve(matches)?, spec, out)
         }
+        Command::Ledger(settings) => ledger(settings.resolve(matches)?, out),
+        Command::Check { data, schema } => check(data, schema, out),
+        Command::Health { addr, timeout } => health(addr, timeout, out),
+    }
+}
+
+fn main() -> ExitCode {
+    // A server narrates its life at info; one-shot commands stay quiet so an error is one line.
+    let level = |command: &Command| match command {
+        Command::Serve(_) => "info",
+        _ => "warn",
+    };
+    cli::run_tool(dpagg_shared::tool_about!(), level, run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// clap checks its definitions only in debug builds; this checks them in any build.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        cli::Tool::<Command>::command().debug_assert();
     }
 }

@@ -5,14 +5,17 @@
 //! [`NoiseSource::secure`] (invariant 4), and lets [`Store::publish`] check the policy, train and
 //! record the charge durably before returning (invariant 3).
 
-use crate::config::{NodeConfig, Policy};
-use crate::store::{PublishError, Spec, Spent, Store, StoreError, StoredRelease};
+use crate::config::{BelowSpent, NodeConfig, Policy};
+use crate::store::{PublishError, Spent, Store, StoreError};
 use dpagg_shared::Dataset;
-use dpagg_shared::accounting::ledger::Charge;
-use dpagg_shared::csvload::{DataError, load_csv};
-use dpagg_shared::mechanism::MechanismKind;
-use dpagg_shared::noise::NoiseSource;
-use dpagg_shared::schema::{Schema, SchemaError};
+use dpagg_shared::data::csv::{DataError, load_csv};
+use dpagg_shared::data::normalise::MapMode;
+use dpagg_shared::data::schema::{Schema, SchemaError};
+use dpagg_shared::privacy::accounting::admission::BudgetPolicy;
+use dpagg_shared::privacy::accounting::ledger::Charge;
+use dpagg_shared::privacy::mechanism::{LearnerSpec, MechanismKind};
+use dpagg_shared::privacy::noise::NoiseSource;
+use dpagg_shared::privacy::release::PublishedLearner;
 use std::sync::Arc;
 
 /// Why a node cannot start.
@@ -27,6 +30,9 @@ pub enum NodeError {
     /// The state database cannot be opened.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The policy's budget is below what the ledger has already spent.
+    #[error(transparent)]
+    BelowSpent(#[from] BelowSpent),
 }
 
 /// Budget as the node reports it.
@@ -41,12 +47,21 @@ pub struct BudgetView {
 impl BudgetView {
     /// ε left under replace-one (never negative).
     pub fn epsilon_remaining(&self) -> f64 {
-        (self.policy.epsilon_total - self.spent.epsilon).max(0.0)
+        budget_policy(&self.policy).epsilon_remaining(&self.spent)
     }
 
     /// δ left under replace-one (never negative).
     pub fn delta_remaining(&self) -> f64 {
-        (self.policy.delta_total - self.spent.delta).max(0.0)
+        budget_policy(&self.policy).delta_remaining(&self.spent)
+    }
+}
+
+/// The part of the node's policy the ledger's admission rule reads.
+pub fn budget_policy(policy: &Policy) -> BudgetPolicy {
+    BudgetPolicy {
+        epsilon_total: policy.epsilon_total,
+        delta_total: policy.delta_total,
+        max_epsilon_per_release: policy.cap(),
     }
 }
 
@@ -84,6 +99,15 @@ impl Node {
             "loaded the organisation's data"
         );
         let store = Store::open(&config.state_dir)?;
+        let spent = store.spent()?;
+        if let Some(below) = config
+            .policy
+            .below_spent(spent.epsilon, spent.delta)
+            .first()
+            .copied()
+        {
+            return Err(below.into());
+        }
         Ok(Self {
             organisation_id: config.organisation_id.clone(),
             fingerprint: schema.fingerprint(),
@@ -115,10 +139,14 @@ impl Node {
     }
 
     /// Releases a learner for `spec`, or returns the one released before for the same spec.
-    pub fn publish(&self, spec: &Spec) -> Result<(StoredRelease, bool), PublishError> {
-        let kind = MechanismKind::from_name(&spec.mechanism)
-            .ok_or_else(|| PublishError::UnknownMechanism(spec.mechanism.clone()))?;
-        let mechanism = kind.build_with(spec.epsilon, spec.delta, spec.lambda, &spec.options)?;
+    pub fn publish(&self, spec: &LearnerSpec) -> Result<(PublishedLearner, bool), PublishError> {
+        // λ = auto is calibrated for ball-mode schemas; with the paper map it means 0.01. The
+        // stored spec (the release's identity) keeps `auto`; the release records the λ used.
+        let mut trained = spec.clone();
+        if self.schema.mode() == MapMode::Paper {
+            trained.l2 = spec.l2.for_paper_map(&self.schema.name);
+        }
+        let mechanism = trained.build()?;
         if !mechanism.is_proven() && !self.policy.allow_unproven {
             return Err(PublishError::Unproven(mechanism.name().to_owned()));
         }
@@ -127,13 +155,15 @@ impl Node {
             guarantee: mechanism.guarantee(),
             rdp: mechanism.rdp(),
         };
-        let (release, new) =
-            self.store
-                .publish(spec, &self.fingerprint, &self.policy, charge, || {
-                    mechanism.release(&self.data, &mut noise)
-                })?;
+        let (release, new) = self.store.publish(
+            spec,
+            &self.fingerprint,
+            &budget_policy(&self.policy),
+            charge,
+            || mechanism.release(&self.data, &mut noise),
+        )?;
         if new {
-            tracing::info!(release_id = %release.release_id, mechanism = %release.metadata.mechanism, epsilon = spec.epsilon, delta = spec.delta, "published and charged a learner");
+            tracing::info!(release_id = %release.release_id, mechanism = %release.metadata().mechanism, epsilon = spec.epsilon, delta = spec.delta, "published and charged a learner");
         }
         Ok((release, new))
     }

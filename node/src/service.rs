@@ -4,12 +4,13 @@
 //! a status never carries a number computed from the data: mechanism and store failures whose
 //! messages could (a row norm, a gradient norm) are logged locally and sent as `INTERNAL`.
 
-use crate::node::Node;
-use crate::store::{PublishError, Spec, StoredRelease};
+use crate::node::{Node, budget_policy};
+use crate::store::PublishError;
+use dpagg_proto::convert::{self, WireError};
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::organisation_node_server::OrganisationNode;
-use dpagg_shared::accounting::ledger::RelationSpend;
-use dpagg_shared::mechanism::{GibbsError, MechanismError, MechanismKind, NeighbourRelation};
+use dpagg_shared::privacy::accounting::admission::Refusal;
+use dpagg_shared::privacy::mechanism::{GibbsError, LearnerSpec, MechanismError};
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
@@ -44,12 +45,13 @@ fn internal(context: &str, e: &dyn std::fmt::Display) -> Status {
 /// Maps a publish failure to a typed status without data-derived numbers.
 pub fn publish_status(e: &PublishError) -> Status {
     match e {
-        PublishError::Exhausted { .. } => Status::resource_exhausted(e.to_string()),
-        PublishError::OverCap { .. } => Status::failed_precondition(e.to_string()),
-        PublishError::Unproven(_) => Status::failed_precondition(e.to_string()),
-        PublishError::UnknownMechanism(_) => {
-            Status::invalid_argument(format!("{e} (available: {})", MechanismKind::names()))
+        PublishError::Refused(Refusal::Exhausted { .. }) => {
+            Status::resource_exhausted(e.to_string())
         }
+        PublishError::Refused(Refusal::OverCap { .. }) => {
+            Status::failed_precondition(e.to_string())
+        }
+        PublishError::Unproven(_) => Status::failed_precondition(e.to_string()),
         PublishError::Mechanism(
             MechanismError::InvalidParameter { .. }
             | MechanismError::UnknownOption { .. }
@@ -62,72 +64,23 @@ pub fn publish_status(e: &PublishError) -> Status {
                 GibbsError::TooManySteps { .. } | GibbsError::DimensionTooSmall { .. },
             ),
         ) => Status::failed_precondition(e.to_string()),
+        PublishError::Mechanism(MechanismError::Stopped(_)) => {
+            Status::unavailable(format!("{e}; nothing was released and nothing was charged"))
+        }
         PublishError::Mechanism(_) => internal("the node could not train this learner", e),
         PublishError::Store(_) => internal("the node's store failed; nothing was released", e),
     }
 }
 
-fn spec_from(spec: Option<pb::LearnerSpec>) -> Result<Spec, Status> {
+/// The domain spec of a request's `spec` field; an unknown mechanism lists what this node offers.
+fn spec_from(spec: Option<pb::LearnerSpec>, node: &Node) -> Result<LearnerSpec, Status> {
     let s = spec.ok_or_else(|| Status::invalid_argument("`spec` is required"))?;
-    Ok(Spec {
-        mechanism: s.mechanism,
-        epsilon: s.epsilon,
-        delta: s.delta,
-        lambda: s.lambda,
-        options: s.options.into_iter().collect(),
+    LearnerSpec::try_from(s).map_err(|e| match e {
+        WireError::UnknownMechanism(_) => {
+            Status::invalid_argument(format!("{e} (available: {})", node.mechanisms().join(", ")))
+        }
+        _ => Status::invalid_argument(e.to_string()),
     })
-}
-
-fn relation_spend(r: &RelationSpend) -> pb::RelationSpend {
-    pb::RelationSpend {
-        epsilon: r.epsilon,
-        delta: r.delta,
-        basic_epsilon: r.basic_epsilon,
-        accounting: r.accounting.to_string(),
-        releases: r.charges as u32,
-    }
-}
-
-/// The wire form of a stored release.
-pub fn to_proto(r: &StoredRelease) -> pb::PrivateLearner {
-    let m = &r.metadata;
-    let relation = match m.guarantee.relation {
-        NeighbourRelation::ReplaceOne => pb::NeighbourRelation::ReplaceOne,
-        NeighbourRelation::AddRemoveOne => pb::NeighbourRelation::AddRemoveOne,
-    };
-    pb::PrivateLearner {
-        weights: r.theta.clone(),
-        metadata: Some(pb::ReleaseMetadata {
-            release_id: r.release_id.clone(),
-            created_unix_ms: r.created_unix_ms,
-            created_at: crate::store::rfc3339(r.created_unix_ms),
-            mechanism: m.mechanism.clone(),
-            reference: m.reference.clone(),
-            parameters: m.parameters.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-            epsilon: m.guarantee.epsilon,
-            delta: m.guarantee.delta,
-            neighbour_relation: relation as i32,
-            max_row_norm: m.assumptions.max_row_norm,
-            loss_gradient_bound: m.assumptions.loss_gradient_bound,
-            loss_hessian_bound: m.assumptions.loss_hessian_bound,
-            schema_fingerprint: r.schema_fingerprint.clone(),
-            seeded: m.seeded,
-            n: m.n as u64,
-            dim: m.dim as u32,
-            spec: Some(pb::LearnerSpec {
-                mechanism: r.spec.mechanism.clone(),
-                epsilon: r.spec.epsilon,
-                delta: r.spec.delta,
-                lambda: r.spec.lambda,
-                options: r
-                    .spec
-                    .options
-                    .iter()
-                    .map(|(k, v)| (k.clone(), *v))
-                    .collect(),
-            }),
-        }),
-    }
 }
 
 #[tonic::async_trait]
@@ -146,18 +99,11 @@ impl OrganisationNode for NodeService {
                     schema_toml: node.schema_toml.clone(),
                     schema_fingerprint: node.fingerprint.clone(),
                     mechanisms: node.mechanisms(),
-                    budget: Some(pb::Budget {
-                        epsilon_total: b.policy.epsilon_total,
-                        delta_total: b.policy.delta_total,
-                        epsilon_spent: b.spent.epsilon,
-                        delta_spent: b.spent.delta,
-                        epsilon_remaining: b.epsilon_remaining(),
-                        delta_remaining: b.delta_remaining(),
-                        max_epsilon_per_release: b.policy.cap(),
-                        replace_one: Some(relation_spend(&b.spent.replace_one)),
-                        add_remove_one: Some(relation_spend(&b.spent.add_remove_one)),
-                        unproven_allowed: b.policy.allow_unproven,
-                    }),
+                    budget: Some(convert::budget(
+                        &budget_policy(&b.policy),
+                        &b.spent,
+                        b.policy.allow_unproven,
+                    )),
                     remote_publish_allowed: node.policy.allow_remote_publish,
                 })
             })
@@ -177,7 +123,7 @@ impl OrganisationNode for NodeService {
             })
             .await?;
         Ok(Response::new(pb::ListLearnersResponse {
-            learners: learners.iter().map(to_proto).collect(),
+            learners: learners.iter().map(pb::PrivateLearner::from).collect(),
         }))
     }
 
@@ -197,9 +143,12 @@ impl OrganisationNode for NodeService {
                     Selector::ReleaseId(id) => node.store.get(&id).map_err(read),
                     Selector::Spec(spec) => node
                         .store
-                        .for_spec(&spec_from(Some(spec))?, &node.fingerprint)
+                        .for_spec(&spec_from(Some(spec), node)?, &node.fingerprint)
                         .map_err(read),
-                    Selector::Latest(_) => node
+                    Selector::Latest(false) => Err(Status::invalid_argument(
+                        "`latest = false` selects no release: give `release_id`, `spec` or `latest = true`",
+                    )),
+                    Selector::Latest(true) => node
                         .store
                         .releases()
                         .map(|mut v| (!v.is_empty()).then(|| v.swap_remove(0)))
@@ -208,7 +157,7 @@ impl OrganisationNode for NodeService {
             })
             .await?;
         found
-            .map(|r| Response::new(to_proto(&r)))
+            .map(|r| Response::new(pb::PrivateLearner::from(&r)))
             .ok_or_else(|| Status::not_found("no such release"))
     }
 
@@ -221,10 +170,10 @@ impl OrganisationNode for NodeService {
                 "this node does not accept remote publishing (policy.allow_remote_publish = false)",
             ));
         }
-        let spec = spec_from(request.into_inner().spec)?;
+        let spec = spec_from(request.into_inner().spec, &self.node)?;
         let (release, _) = self
             .blocking(move |node| node.publish(&spec).map_err(|e| publish_status(&e)))
             .await?;
-        Ok(Response::new(to_proto(&release)))
+        Ok(Response::new(pb::PrivateLearner::from(&release)))
     }
 }

@@ -10,76 +10,43 @@
 //! recomputed from the ledger on every check, so a restart cannot reset it.
 //!
 //! Each charge records its guarantee, its neighbour relation and, when the mechanism has one, its
-//! RDP curve. The spent budget is [`dpagg_shared::accounting::ledger::compose`] of all charges:
+//! RDP curve. The spent budget is [`dpagg_shared::privacy::accounting::ledger::compose`] of all charges:
 //! per relation, composed RDP curves where every release of the relation has one and basic
 //! composition otherwise; add/remove-one spend converted to replace-one by group privacy. A
 //! publish is allowed only if the composition *including the new charge* fits the policy.
 
-use crate::config::Policy;
-use dpagg_shared::accounting::RdpCurve;
-use dpagg_shared::accounting::ledger::{Charge, Composition, compose};
-use dpagg_shared::mechanism::{
-    MechanismError, NeighbourRelation, Options, PrivacyGuarantee, Release, ReleaseMetadata,
-};
+use dpagg_shared::LinearClassifier;
+use dpagg_shared::privacy::accounting::RdpCurve;
+use dpagg_shared::privacy::accounting::admission::{BudgetPolicy, Refusal, admit};
+use dpagg_shared::privacy::accounting::ledger::{Charge, Composition, compose};
+use dpagg_shared::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
+use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismError};
+use dpagg_shared::privacy::release::{PublishedLearner, Release};
+use dpagg_shared::util::time::now_ms;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-/// Relative slack when comparing a charge with the remaining budget, so that ten releases of
-/// ε = 0.1 fit a budget of 1.0 despite rounding (1e-12 of the budget: negligible for privacy).
-const BUDGET_SLACK: f64 = 1e-12;
-
-/// What to train.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Spec {
-    /// Mechanism name.
-    pub mechanism: String,
-    /// ε.
-    pub epsilon: f64,
-    /// δ.
-    pub delta: f64,
-    /// λ.
-    pub lambda: f64,
-    /// Mechanism options (absent in specs stored before options existed).
-    #[serde(default)]
-    pub options: Options,
-}
-
-impl Spec {
-    /// Identity of a spec under a schema: bit-exact parameters, so 0.1 and 0.1000…01 differ.
-    /// Options follow in name order (none: the key of a spec stored before options existed).
-    fn key(&self, schema_fingerprint: &str) -> String {
-        let mut key = format!(
-            "{schema_fingerprint}:{}:{:016x}:{:016x}:{:016x}",
-            self.mechanism,
-            self.epsilon.to_bits(),
-            self.delta.to_bits(),
-            self.lambda.to_bits()
-        );
-        for (name, value) in &self.options {
-            key.push_str(&format!(":{name}={:016x}", value.to_bits()));
-        }
-        key
+/// Identity of a spec under a schema: bit-exact parameters, so 0.1 and 0.1000…01 differ; λ = auto
+/// is the word `auto`, distinct from every fixed λ. Options follow in name order (none: the key of
+/// a spec stored before options existed).
+fn spec_key(spec: &LearnerSpec, schema_fingerprint: &str) -> String {
+    let lambda = match spec.l2 {
+        Lambda::Fixed(l) => format!("{:016x}", l.to_bits()),
+        Lambda::Auto => "auto".to_owned(),
+    };
+    let mut key = format!(
+        "{schema_fingerprint}:{}:{:016x}:{:016x}:{lambda}",
+        spec.kind.name(),
+        spec.epsilon.to_bits(),
+        spec.delta.to_bits(),
+    );
+    for (name, value) in &spec.options {
+        key.push_str(&format!(":{name}={:016x}", value.to_bits()));
     }
-}
-
-/// A release as stored and served.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredRelease {
-    /// 32 hex characters from the OS RNG.
-    pub release_id: String,
-    /// Milliseconds since the Unix epoch.
-    pub created_unix_ms: i64,
-    /// The spec asked for.
-    pub spec: Spec,
-    /// Schema fingerprint it was trained under.
-    pub schema_fingerprint: String,
-    /// The weights.
-    pub theta: Vec<f64>,
-    /// The mechanism's metadata.
-    pub metadata: ReleaseMetadata,
+    key
 }
 
 /// Spent budget: the composition of every charge (see the module documentation).
@@ -130,43 +97,15 @@ pub enum StoreError {
 /// Why a publish did not release anything.
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
-    /// The remaining budget cannot pay for the spec.
-    #[error(
-        "privacy budget exhausted: this release (ε = {epsilon}, δ = {delta}, {relation}) would bring the spend under replace-one to ε = {epsilon_after}, δ = {delta_after}, over the totals; remaining ε = {remaining_epsilon}, δ = {remaining_delta}"
-    )]
-    Exhausted {
-        /// ε asked for.
-        epsilon: f64,
-        /// δ asked for.
-        delta: f64,
-        /// The relation of the release's guarantee.
-        relation: NeighbourRelation,
-        /// ε spent (replace-one) if the release were made.
-        epsilon_after: f64,
-        /// δ spent (replace-one) if the release were made.
-        delta_after: f64,
-        /// ε remaining.
-        remaining_epsilon: f64,
-        /// δ remaining.
-        remaining_delta: f64,
-    },
-    /// The spec exceeds the per-release cap.
-    #[error("ε = {epsilon} exceeds this node's per-release cap of {cap}")]
-    OverCap {
-        /// ε asked for.
-        epsilon: f64,
-        /// The cap.
-        cap: f64,
-    },
+    /// The ledger's admission rule refuses the charge (per-release cap or totals).
+    #[error(transparent)]
+    Refused(#[from] Refusal),
     /// The mechanism's guarantee is not proven for the algorithm as run, and the policy refuses
     /// such releases.
     #[error(
         "{0} releases state a guarantee that is not proven for the sampler used; this node's policy refuses them (policy.allow_unproven = false)"
     )]
     Unproven(String),
-    /// The spec names no known mechanism.
-    #[error("unknown mechanism `{0}`")]
-    UnknownMechanism(String),
     /// The mechanism refused (invalid parameter, data outside its assumptions, solver failure).
     #[error(transparent)]
     Mechanism(#[from] MechanismError),
@@ -260,10 +199,14 @@ impl Store {
     }
 
     fn compose(&self, charges: &[Charge]) -> Result<Spent, StoreError> {
-        compose(charges).map_err(|e| StoreError::Accounting {
+        compose(charges).map_err(|e| self.accounting(&e))
+    }
+
+    fn accounting(&self, e: &dyn std::fmt::Display) -> StoreError {
+        StoreError::Accounting {
             path: self.path.display().to_string(),
             reason: e.to_string(),
-        })
+        }
     }
 
     /// Every charge in the ledger.
@@ -306,29 +249,29 @@ impl Store {
     }
 
     /// Every release, newest first.
-    pub fn releases(&self) -> Result<Vec<StoredRelease>, StoreError> {
+    pub fn releases(&self) -> Result<Vec<PublishedLearner>, StoreError> {
         self.query("SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json FROM releases ORDER BY created_unix_ms DESC, rowid DESC", [])
     }
 
     /// One release by id.
-    pub fn get(&self, release_id: &str) -> Result<Option<StoredRelease>, StoreError> {
+    pub fn get(&self, release_id: &str) -> Result<Option<PublishedLearner>, StoreError> {
         Ok(self.query("SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json FROM releases WHERE release_id = ?1", [release_id])?.pop())
     }
 
     /// The release made for `spec` under `schema_fingerprint`, if any.
     pub fn for_spec(
         &self,
-        spec: &Spec,
+        spec: &LearnerSpec,
         schema_fingerprint: &str,
-    ) -> Result<Option<StoredRelease>, StoreError> {
-        Ok(self.query("SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json FROM releases WHERE spec_key = ?1", [spec.key(schema_fingerprint)])?.pop())
+    ) -> Result<Option<PublishedLearner>, StoreError> {
+        Ok(self.query("SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json FROM releases WHERE spec_key = ?1", [spec_key(spec, schema_fingerprint)])?.pop())
     }
 
     fn query<P: rusqlite::Params>(
         &self,
         sql: &str,
         params: P,
-    ) -> Result<Vec<StoredRelease>, StoreError> {
+    ) -> Result<Vec<PublishedLearner>, StoreError> {
         let conn = self
             .reader
             .lock()
@@ -367,17 +310,19 @@ impl Store {
             if weights.len() % 8 != 0 {
                 return Err(corrupt("weights are not a whole number of f64".into()));
             }
-            let theta = weights
+            let coefficients = weights
                 .chunks_exact(8)
                 .map(|b| f64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
                 .collect();
-            out.push(StoredRelease {
+            out.push(PublishedLearner {
                 release_id,
                 created_unix_ms,
                 spec,
                 schema_fingerprint,
-                theta,
-                metadata,
+                release: Release {
+                    classifier: LinearClassifier::new(coefficients),
+                    metadata,
+                },
             });
         }
         Ok(out)
@@ -386,16 +331,15 @@ impl Store {
     /// Publishes `spec` (see the module docs): returns the release and whether it is new.
     ///
     /// `charge` is what the mechanism promises (and what is charged); `train` runs only when
-    /// the policy allows the charge, inside the transaction.
+    /// the ledger's admission rule ([`admit`]) allows the charge, inside the transaction.
     pub fn publish(
         &self,
-        spec: &Spec,
+        spec: &LearnerSpec,
         schema_fingerprint: &str,
-        policy: &Policy,
+        policy: &BudgetPolicy,
         charge: Charge,
         train: impl FnOnce() -> Result<Release, MechanismError>,
-    ) -> Result<(StoredRelease, bool), PublishError> {
-        let guarantee = charge.guarantee;
+    ) -> Result<(PublishedLearner, bool), PublishError> {
         if let Some(existing) = self.for_spec(spec, schema_fingerprint)? {
             return Ok((existing, false));
         }
@@ -407,16 +351,8 @@ impl Store {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.err(e))?;
         // Another process may have published the same spec since the check above.
-        let key = spec.key(schema_fingerprint);
-        let existing: Option<String> = tx
-            .query_row(
-                "SELECT release_id FROM releases WHERE spec_key = ?1",
-                [&key],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| self.err(e))?;
-        if let Some(id) = existing {
+        let key = spec_key(spec, schema_fingerprint);
+        if let Some(id) = self.published_id(&tx, &key)? {
             drop(tx);
             drop(conn);
             return self.get(&id)?.map(|r| (r, false)).ok_or_else(|| {
@@ -427,64 +363,67 @@ impl Store {
                 })
             });
         }
-        if guarantee.epsilon > policy.cap() * (1.0 + BUDGET_SLACK) {
-            return Err(PublishError::OverCap {
-                epsilon: guarantee.epsilon,
-                cap: policy.cap(),
-            });
-        }
-        let mut charges = self.charges(&tx)?;
-        let before = self.compose(&charges)?;
-        let (remaining_epsilon, remaining_delta) = (
-            (policy.epsilon_total - before.epsilon).max(0.0),
-            (policy.delta_total - before.delta).max(0.0),
-        );
-        let rdp_text = charge.rdp.as_ref().map(encode_curve);
-        charges.push(charge);
-        let after = self.compose(&charges)?;
-        let over = |spent: f64, total: f64| spent > total * (1.0 + BUDGET_SLACK);
-        if over(after.epsilon, policy.epsilon_total) || over(after.delta, policy.delta_total) {
-            return Err(PublishError::Exhausted {
-                epsilon: guarantee.epsilon,
-                delta: guarantee.delta,
-                relation: guarantee.relation,
-                epsilon_after: after.epsilon,
-                delta_after: after.delta,
-                remaining_epsilon,
-                remaining_delta,
-            });
-        }
-        let release = train()?;
-        let stored = StoredRelease {
+        let charges = self.charges(&tx)?;
+        admit(policy, &charges, &charge).map_err(|e| self.accounting(&e))??;
+        let published = PublishedLearner {
             release_id: release_id()?,
             created_unix_ms: now_ms(),
             spec: spec.clone(),
             schema_fingerprint: schema_fingerprint.to_owned(),
-            theta: release.theta,
-            metadata: release.metadata,
+            release: train()?,
         };
-        let weights: Vec<u8> = stored.theta.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.insert(&tx, &key, &published, &charge)?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok((published, true))
+    }
+
+    /// The id of the release stored under `key`, if any (inside the publishing transaction).
+    fn published_id(&self, tx: &Connection, key: &str) -> Result<Option<String>, StoreError> {
+        tx.query_row(
+            "SELECT release_id FROM releases WHERE spec_key = ?1",
+            [key],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(|e| self.err(e))
+    }
+
+    /// Inserts the release and its charge (the caller commits both at once).
+    fn insert(
+        &self,
+        tx: &Connection,
+        key: &str,
+        p: &PublishedLearner,
+        charge: &Charge,
+    ) -> Result<(), StoreError> {
+        let guarantee = charge.guarantee;
+        let weights: Vec<u8> = p
+            .classifier()
+            .coefficients()
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
         let encode = |what: &str, r: serde_json::Result<String>| {
             r.map_err(|e| StoreError::Corrupt {
                 path: self.path.display().to_string(),
-                release_id: stored.release_id.clone(),
+                release_id: p.release_id.clone(),
                 reason: format!("cannot encode {what}: {e}"),
             })
         };
-        let spec_json = encode("spec", serde_json::to_string(&stored.spec))?;
-        let metadata_json = encode("metadata", serde_json::to_string(&stored.metadata))?;
+        let spec_json = encode("spec", serde_json::to_string(&p.spec))?;
+        let metadata_json = encode("metadata", serde_json::to_string(p.metadata()))?;
+        let rdp_text = charge.rdp.as_ref().map(encode_curve);
         tx.execute(
             "INSERT INTO releases (release_id, created_unix_ms, spec_key, spec_json, schema_fingerprint, weights, metadata_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![stored.release_id, stored.created_unix_ms, key, spec_json, stored.schema_fingerprint, weights, metadata_json],
+            params![p.release_id, p.created_unix_ms, key, spec_json, p.schema_fingerprint, weights, metadata_json],
         )
         .map_err(|e| self.err(e))?;
         tx.execute(
             "INSERT INTO ledger (release_id, epsilon, delta, relation, recorded_unix_ms, rdp) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![stored.release_id, guarantee.epsilon, guarantee.delta, guarantee.relation.to_string(), stored.created_unix_ms, rdp_text],
+            params![p.release_id, guarantee.epsilon, guarantee.delta, guarantee.relation.to_string(), p.created_unix_ms, rdp_text],
         )
         .map_err(|e| self.err(e))?;
-        tx.commit().map_err(|e| self.err(e))?;
-        Ok((stored, true))
+        Ok(())
     }
 }
 
@@ -546,48 +485,29 @@ fn release_id() -> Result<String, StoreError> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Milliseconds since the Unix epoch (0 if the clock is before it).
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
-/// RFC 3339 text of a Unix time in milliseconds.
-pub fn rfc3339(unix_ms: i64) -> String {
-    let t = UNIX_EPOCH + Duration::from_millis(unix_ms.max(0) as u64);
-    humantime::format_rfc3339_millis(t).to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dpagg_shared::accounting::{dp_sgd_curve, dp_sgd_epsilon};
-    use dpagg_shared::mechanism::LOGISTIC_UNIT_BALL;
+    use dpagg_shared::privacy::accounting::{dp_sgd_curve, dp_sgd_epsilon};
+    use dpagg_shared::privacy::guarantee::LOGISTIC_UNIT_BALL;
+    use dpagg_shared::privacy::mechanism::MechanismKind;
+    use dpagg_shared::privacy::release::ReleaseMetadata;
 
-    fn policy(epsilon_total: f64, delta_total: f64) -> Policy {
-        Policy {
+    fn policy(epsilon_total: f64, delta_total: f64) -> BudgetPolicy {
+        BudgetPolicy {
             epsilon_total,
             delta_total,
-            max_epsilon_per_release: None,
-            allow_remote_publish: false,
-            allow_unproven: false,
+            max_epsilon_per_release: epsilon_total,
         }
     }
 
-    fn spec(name: &str, epsilon: f64) -> Spec {
-        Spec {
-            mechanism: name.into(),
-            epsilon,
-            delta: 1e-6,
-            lambda: 0.01,
-            options: Options::new(),
-        }
+    fn spec(kind: MechanismKind, epsilon: f64) -> LearnerSpec {
+        LearnerSpec::new(kind, epsilon, 1e-6, 0.01)
     }
 
     fn release(guarantee: PrivacyGuarantee) -> Release {
         Release {
-            theta: vec![0.5, -1.0],
+            classifier: LinearClassifier::new(vec![0.5, -1.0]),
             metadata: ReleaseMetadata {
                 mechanism: "test".into(),
                 reference: "test".into(),
@@ -597,6 +517,7 @@ mod tests {
                 n: 10,
                 dim: 2,
                 seeded: true,
+                proven: true,
             },
         }
     }
@@ -626,9 +547,13 @@ mod tests {
                 let c = dp_sgd_charge();
                 let g = c.guarantee;
                 store
-                    .publish(&spec("dp", 1.0 + f64::from(i)), "fp", &p, c, || {
-                        Ok(release(g))
-                    })
+                    .publish(
+                        &spec(MechanismKind::DpSgd, 1.0 + f64::from(i)),
+                        "fp",
+                        &p,
+                        c,
+                        || Ok(release(g)),
+                    )
                     .expect("publish");
             }
             single = dp_sgd_charge().guarantee.epsilon;
@@ -654,11 +579,18 @@ mod tests {
         let c = dp_sgd_charge();
         let g = c.guarantee;
         let e = store
-            .publish(&spec("dp", 1.0), "fp", &policy(100.0, 2e-6), c, || {
-                Ok(release(g))
-            })
+            .publish(
+                &spec(MechanismKind::DpSgd, 1.0),
+                "fp",
+                &policy(100.0, 2e-6),
+                c,
+                || Ok(release(g)),
+            )
             .expect_err("over the δ total after conversion");
-        assert!(matches!(e, PublishError::Exhausted { .. }), "{e}");
+        assert!(
+            matches!(e, PublishError::Refused(Refusal::Exhausted { .. })),
+            "{e}"
+        );
         assert_eq!(store.spent().expect("spent").charges, 0);
     }
 
@@ -683,8 +615,8 @@ mod tests {
 
     #[test]
     fn options_are_part_of_a_spec_identity() {
-        let mut a = spec("dp-sgd", 1.0);
-        let plain = a.key("fp");
+        let mut a = spec(MechanismKind::DpSgd, 1.0);
+        let plain = spec_key(&a, "fp");
         assert_eq!(
             plain,
             format!(
@@ -696,7 +628,12 @@ mod tests {
             "a spec without options keeps the key it had before options existed"
         );
         a.options.insert("steps".into(), 500.0);
-        assert_ne!(a.key("fp"), plain);
+        assert_ne!(spec_key(&a, "fp"), plain);
+        let mut auto = spec(MechanismKind::DpSgd, 1.0);
+        auto.l2 = Lambda::Auto;
+        let key = spec_key(&auto, "fp");
+        assert!(key.ends_with(":auto"), "{key}");
+        assert_ne!(key, plain, "auto is not any fixed λ");
     }
 
     #[test]

@@ -3,7 +3,12 @@
 //! Code generated from `proto/dpagg/v1/node.proto` (package `dpagg.v1`) by `tonic-prost-build`,
 //! compiled once here for the whole workspace. The `.proto` file documents every field; it is the
 //! contract clients in other languages read.
+//!
+//! [`convert`] is the one place where protobuf messages become the domain types of
+//! `dpagg-shared` and back: the node, the aggregator and the tests go through it.
 #![forbid(unsafe_code)]
+
+pub mod convert;
 
 /// Package `dpagg.v1`: the `OrganisationNode` service, its client, server and messages.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]

@@ -1,30 +1,40 @@
 //! # dpagg-shared — the core library of dpagg
 //!
 //! Everything an organisation needs to learn with others under differential privacy, without any
-//! networking: schema-bound data loading ([`schema`], [`csvload`]), the paper's synthetic data
-//! ([`synthetic`]), partitions ([`partition`]), L2-regularised logistic regression ([`logistic`],
-//! [`solver`]), private learners as values that carry their guarantee ([`mechanism`]), mirror
-//! averaging and the other aggregators ([`aggregate`]), and the in-process simulation of seed 001 §5
-//! ([`simulation`]).
+//! networking, grouped by layer:
 //!
-//! The privacy invariants of the project are enforced here; `ARCHITECTURE.md` says where.
+//! - [`data`]: schema-bound data loading, the bundled and synthetic datasets, partitions.
+//! - [`learn`]: L2-regularised logistic regression (loss, solver).
+//! - [`privacy`]: guarantees, noise, private learners ([`privacy::mechanism`]) and accounting.
+//! - [`aggregate`]: mirror averaging (seed 001 eq. 15–17) and the comparators.
+//! - [`simulation`]: the in-process simulation of seed 001 §5.
+//! - [`util`]: statistics for tests and summaries, atomic file output.
+//! - `cli` (cargo feature `cli`): the plumbing of the command-line tools — logging, settings
+//!   resolved with the origin of every value, one-line errors and a stdout that may close.
+//!
+//! The names most users need are re-exported here; deeper paths stay available. The privacy
+//! invariants of the project are enforced in this crate; `ARCHITECTURE.md` says where.
 #![forbid(unsafe_code)]
 
-pub mod accounting;
 pub mod aggregate;
-pub mod bundled;
-pub mod csvload;
-pub mod dataset;
-pub mod fastmath;
-pub mod fsutil;
-pub mod logistic;
-pub mod mechanism;
-pub mod noise;
-pub mod partition;
-pub mod schema;
+#[cfg(feature = "cli")]
+pub mod cli;
+pub mod data;
+pub mod learn;
+pub mod privacy;
 pub mod simulation;
-pub mod solver;
-pub mod stats;
-pub mod synthetic;
+pub mod util;
 
-pub use dataset::Dataset;
+pub use aggregate::MirrorAveraging;
+pub use data::Dataset;
+pub use data::bundled::Bundled;
+pub use data::csv::load_csv;
+pub use data::schema::Schema;
+pub use learn::classifier::LinearClassifier;
+pub use learn::solver::fit_logistic;
+pub use privacy::accounting::RdpCurve;
+pub use privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
+pub use privacy::mechanism::{LearnerSpec, Mechanism, MechanismError, MechanismKind};
+pub use privacy::noise::NoiseSource;
+pub use privacy::release::{PublishedLearner, Release, ReleaseMetadata};
+pub use simulation::SimulationConfig;

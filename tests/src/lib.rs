@@ -35,12 +35,34 @@ pub fn binary(name: &str) -> PathBuf {
 
 /// Runs a workspace binary with `args` in `cwd`.
 pub fn run(name: &str, args: &[&str], cwd: &Path) -> Output {
+    run_with_env(name, args, cwd, &[])
+}
+
+/// Runs a workspace binary with `args` in `cwd` and the environment variables `env` set.
+pub fn run_with_env(name: &str, args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Output {
     Command::new(binary(name))
         .args(args)
         .current_dir(cwd)
         .env_remove("DPAGG_LOG")
+        .envs(env.iter().copied())
         .output()
         .expect("spawn binary")
+}
+
+/// Asserts a successful run, showing its stderr otherwise.
+pub fn assert_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs `dpagg-node publish --config <config> <args…>` in the config's folder.
+pub fn publish_with_cli(config: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["publish", "--config", config.to_str().expect("utf8")];
+    all.extend_from_slice(args);
+    run("dpagg-node", &all, config.parent().expect("config folder"))
 }
 
 /// The repository root (for the bundled data files).
@@ -176,4 +198,56 @@ pub fn node_config(
     )
     .expect("write config");
     config
+}
+
+/// How a test closes the read end of a binary's stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClosePipe {
+    /// After reading the first line, as `| head -1` does.
+    AfterFirstLine,
+    /// Before reading anything, so every write meets a closed pipe.
+    Immediately,
+}
+
+/// Runs a workspace binary with stdout piped, closes the pipe as `close` says, and waits.
+///
+/// Returns the first line read (empty with [`ClosePipe::Immediately`]) and the output (exit
+/// status and stderr; stdout is empty).
+pub fn run_closing_stdout(
+    name: &str,
+    args: &[&str],
+    cwd: &Path,
+    close: ClosePipe,
+) -> (String, Output) {
+    use std::io::BufRead;
+    let mut child = Command::new(binary(name))
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("DPAGG_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn binary");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    if close == ClosePipe::AfterFirstLine {
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the first line");
+    } else {
+        drop(stdout);
+    }
+    (line, child.wait_with_output().expect("wait"))
+}
+
+/// Asserts that a run whose stdout was closed early ended as `| head` expects: exit status 0
+/// and no panic.
+pub fn assert_clean_exit_on_closed_stdout(out: &Output) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "expected exit 0 after stdout closed, got {:?}; stderr: {stderr}",
+        out.status
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

@@ -4,7 +4,10 @@
 
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::organisation_node_server::{OrganisationNode, OrganisationNodeServer};
-use dpagg_tests::{NodeProcess, assert_one_line_error, node_config, repo_root, run};
+use dpagg_tests::{
+    NodeProcess, assert_one_line_error, assert_success, node_config, publish_with_cli, repo_root,
+    run,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,7 +15,7 @@ use tonic::{Request, Response, Status};
 
 /// Fingerprint of the bundled Diabetes schema, as real nodes report it.
 fn diabetes_fingerprint() -> String {
-    dpagg_shared::schema::Schema::load(&repo_root().join("data/diabetes.schema.toml"))
+    dpagg_shared::data::schema::Schema::load(&repo_root().join("data/diabetes.schema.toml"))
         .expect("bundled schema")
         .fingerprint()
 }
@@ -82,8 +85,9 @@ fn valid_learner(id: &str) -> pb::PrivateLearner {
                 mechanism: "objective-perturbation".into(),
                 epsilon: 1.0,
                 delta: 0.0,
-                lambda: 0.01,
+                lambda: 0.0,
                 options: Default::default(),
+                lambda_auto: true,
             }),
             ..Default::default()
         }),
@@ -121,22 +125,7 @@ fn dead_endpoint() -> String {
 /// A real node with one learner published by its operator (ε = 1, λ = 0.01).
 fn published_node(dir: &Path, id: &str) -> NodeProcess {
     let config = node_config(dir, id, 5.0, 2.0, false, 60);
-    let out = run(
-        "dpagg-node",
-        &[
-            "publish",
-            "--config",
-            config.to_str().expect("utf8"),
-            "--epsilon",
-            "1",
-        ],
-        dir,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&publish_with_cli(&config, &["--epsilon", "1"]));
     NodeProcess::start(&config)
 }
 
@@ -202,21 +191,44 @@ fn statuses(r: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A fake node `id` serving the valid learner changed by `f`, under schema `fingerprint`.
+fn fake(id: &str, f: &dyn Fn(&mut pb::PrivateLearner), fingerprint: &str) -> FakeNode {
+    let mut learner = valid_learner(id);
+    f(&mut learner);
+    FakeNode {
+        id: id.to_owned(),
+        learner,
+        fingerprint: fingerprint.to_owned(),
+        delay: Duration::ZERO,
+    }
+}
+
+/// The included learners' weights are a probability vector (excluded ones have none), and every
+/// reported accuracy is one.
+fn assert_weights_and_accuracies(r: &Value) {
+    let weights: Vec<f64> = r["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter_map(|n| n["mixing_weight"].as_f64())
+        .collect();
+    assert_eq!(weights.len(), 2);
+    assert!((weights.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+    for key in [
+        "local_baseline_accuracy",
+        "mirror_averaged_accuracy",
+        "with_own_learner_accuracy",
+    ] {
+        let a = r[key].as_f64().expect(key);
+        assert!((0.0..=1.0).contains(&a), "{key} = {a}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_learners_are_excluded_with_their_reason() {
     let dir = tempfile::tempdir().expect("tempdir");
     let real = published_node(dir.path(), "org-a");
     let fp = diabetes_fingerprint();
-    let fake = |id: &str, f: &dyn Fn(&mut pb::PrivateLearner), fingerprint: &str| {
-        let mut learner = valid_learner(id);
-        f(&mut learner);
-        FakeNode {
-            id: id.to_owned(),
-            learner,
-            fingerprint: fingerprint.to_owned(),
-            delay: Duration::ZERO,
-        }
-    };
     let fakes = vec![
         fake("good", &|_| {}, &fp),
         fake("nan", &|l| l.weights[3] = f64::NAN, &fp),
@@ -236,11 +248,7 @@ async fn invalid_learners_are_excluded_with_their_reason() {
     let config = aggregator_config(dir.path(), &urls, "");
     let out = run_aggregator(dir.path(), &config).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     assert!(stdout.contains("mirror averaging"), "{stdout}");
     let r = report(dir.path());
     let expected: Vec<(&str, &str)> = vec![
@@ -258,23 +266,7 @@ async fn invalid_learners_are_excluded_with_their_reason() {
     assert_eq!(got, expected);
     assert_eq!(r["included"], 2);
     assert_eq!(r["excluded"], 6);
-    // The weights of the included learners are a probability vector; excluded ones have none.
-    let weights: Vec<f64> = r["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .filter_map(|n| n["weight"].as_f64())
-        .collect();
-    assert_eq!(weights.len(), 2);
-    assert!((weights.iter().sum::<f64>() - 1.0).abs() < 1e-9);
-    for key in [
-        "local_baseline_accuracy",
-        "mirror_averaged_accuracy",
-        "with_own_learner_accuracy",
-    ] {
-        let a = r[key].as_f64().expect(key);
-        assert!((0.0..=1.0).contains(&a), "{key} = {a}");
-    }
+    assert_weights_and_accuracies(&r);
     assert!(
         r["nodes"][4]["exclusion"]["reason"]
             .as_str()
@@ -307,11 +299,7 @@ async fn a_node_killed_mid_run_is_excluded_and_the_run_completes() {
     assert!(!aggregator.is_finished(), "the run ended before the kill");
     victim.kill();
     let out = aggregator.await.expect("join");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let r = report(dir.path());
     let got = statuses(&r);
     assert_eq!(got[0], ("included".into(), String::new()));
@@ -336,11 +324,7 @@ async fn publishing_on_request_charges_once_and_serves_the_same_release() {
     let mut ids = Vec::new();
     for _ in 0..2 {
         let out = run_aggregator(dir.path(), &config).await;
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         ids.push(report(dir.path())["nodes"][0]["release_id"].clone());
     }
     assert_eq!(ids[0], ids[1], "the same spec must return the same release");
@@ -443,11 +427,7 @@ fn demo_runs_nodes_over_grpc_and_reports() {
         dir.path(),
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     assert!(stdout.contains("3 nodes published"), "{stdout}");
     let r: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.path().join("demo/report.json")).expect("report"),
@@ -460,4 +440,72 @@ fn demo_runs_nodes_over_grpc_and_reports() {
         assert_eq!(n["epsilon"], 1.0);
         assert_eq!(n["mechanism"], "objective-perturbation");
     }
+}
+
+/// `dpagg-aggregator run … | head -1`: a reader that goes away is not an error, and the report
+/// files are still written.
+#[test]
+fn run_with_a_closed_stdout_is_a_clean_exit() {
+    use dpagg_tests::{ClosePipe, assert_clean_exit_on_closed_stdout, run_closing_stdout};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = published_node(dir.path(), "org-h");
+    let config = aggregator_config(dir.path(), &[node.url()], "");
+    let args = ["run", "--config", config.to_str().expect("utf8")];
+    for close in [ClosePipe::AfterFirstLine, ClosePipe::Immediately] {
+        let _ = std::fs::remove_dir_all(dir.path().join("report"));
+        let (_, out) = run_closing_stdout("dpagg-aggregator", &args, dir.path(), close);
+        assert_clean_exit_on_closed_stdout(&out);
+        assert_eq!(report(dir.path())["included"], 1, "{close:?}");
+    }
+}
+
+/// A bad value is reported where it was written: the flag, the environment variable or the
+/// file; negative numbers reach validation instead of being taken for flags.
+#[test]
+fn errors_blame_the_flag_variable_or_file_that_gave_the_value() {
+    use dpagg_tests::run_with_env;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    let config = aggregator_config(p, &[dead_endpoint()], "");
+    let config = config.to_str().expect("utf8");
+    let run_args = ["run", "--config", config];
+    let flag = run(
+        "dpagg-aggregator",
+        &["run", "--config", config, "--epsilon", "-1"],
+        p,
+    );
+    assert_one_line_error(
+        &flag,
+        &["error: --epsilon: `epsilon` = -1: must be a finite number > 0"],
+    );
+    let cases: [(&str, &str, &str); 3] = [
+        (
+            "DPAGG_AGG_EPSILON",
+            "nan",
+            "error: $DPAGG_AGG_EPSILON: `epsilon` = NaN",
+        ),
+        (
+            "DPAGG_AGG_MIN_LEARNERS",
+            "0",
+            "error: $DPAGG_AGG_MIN_LEARNERS: `min_learners` = 0: must be at least 1",
+        ),
+        (
+            "DPAGG_AGG_TIMEOUT_MS",
+            "soon",
+            "error: $DPAGG_AGG_TIMEOUT_MS: invalid value 'soon'",
+        ),
+    ];
+    for (var, value, needle) in cases {
+        let out = run_with_env("dpagg-aggregator", &run_args, p, &[(var, value)]);
+        assert_one_line_error(&out, &[needle]);
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("aggregator.toml"));
+    }
+    aggregator_config(p, &[dead_endpoint()], "beta = -3.0\n");
+    assert_one_line_error(
+        &run("dpagg-aggregator", &run_args, p),
+        &[
+            "error: ",
+            "aggregator.toml: `beta` = -3: must be a finite number > 0",
+        ],
+    );
 }

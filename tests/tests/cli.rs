@@ -1,7 +1,9 @@
 //! The binaries end to end: outputs of `simulate`, and one-line errors for bad input.
 
-use dpagg_tests::{assert_one_line_error, repo_root, run};
+use dpagg_tests::{assert_one_line_error, assert_success, repo_root, run};
 use std::fs;
+use std::path::Path;
+use std::process::Output;
 
 const SCHEMA: &str = r#"
 name = "toy"
@@ -31,10 +33,15 @@ fn toy_csv(rows: usize) -> String {
     s
 }
 
-#[test]
-fn simulate_writes_summary_and_runs() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out = run(
+/// `summary.json` of a run written to `dir/out`.
+fn summary(dir: &Path, out: &str) -> serde_json::Value {
+    serde_json::from_slice(&fs::read(dir.join(out).join("summary.json")).expect("summary"))
+        .expect("json")
+}
+
+/// `simulate` on synthetic data (10 organisations, ε = 0.5 and 2, 2 trials, seed 3) into `out`.
+fn simulate_synthetic(dir: &Path, out: &str) -> Output {
+    run(
         "dpagg-aggregator",
         &[
             "simulate",
@@ -49,23 +56,14 @@ fn simulate_writes_summary_and_runs() {
             "--seed",
             "3",
             "--out",
-            "res",
+            out,
         ],
-        dir.path(),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let table = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        table.contains("centralised") && table.contains("improved orgs"),
-        "{table}"
-    );
-    let summary: serde_json::Value =
-        serde_json::from_slice(&fs::read(dir.path().join("res/summary.json")).expect("summary"))
-            .expect("json");
+        dir,
+    )
+}
+
+/// The summary names its settings, and each row its quantities.
+fn assert_summary_fields(summary: &serde_json::Value) {
     for key in [
         "dataset",
         "orgs",
@@ -96,28 +94,23 @@ fn simulate_writes_summary_and_runs() {
             .expect("mean")
             > 0.5
     );
+}
+
+#[test]
+fn simulate_writes_summary_and_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = simulate_synthetic(dir.path(), "res");
+    assert_success(&out);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("centralised") && table.contains("improved orgs"),
+        "{table}"
+    );
+    assert_summary_fields(&summary(dir.path(), "res"));
     let runs = fs::read_to_string(dir.path().join("res/runs.csv")).expect("runs");
     assert_eq!(runs.lines().count(), 1 + 2 * 2 * 10);
     // Same seed, same bytes.
-    let again = run(
-        "dpagg-aggregator",
-        &[
-            "simulate",
-            "--dataset",
-            "synthetic",
-            "--orgs",
-            "10",
-            "--epsilon",
-            "0.5,2",
-            "--trials",
-            "2",
-            "--seed",
-            "3",
-            "--out",
-            "res2",
-        ],
-        dir.path(),
-    );
+    let again = simulate_synthetic(dir.path(), "res2");
     assert!(again.status.success());
     assert_eq!(
         runs,
@@ -149,11 +142,7 @@ fn simulate_on_a_csv_with_its_schema_and_on_bundled_data() {
         ],
         dir.path(),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     assert!(dir.path().join("r/summary.json").exists());
     // Bundled data works from any folder: it is compiled in.
     let out = run(
@@ -171,20 +160,21 @@ fn simulate_on_a_csv_with_its_schema_and_on_bundled_data() {
         ],
         dir.path(),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: serde_json::Value =
-        serde_json::from_slice(&fs::read(dir.path().join("d/summary.json")).expect("summary"))
-            .expect("json");
+    assert_success(&out);
+    let summary = summary(dir.path(), "d");
     assert_eq!(summary["orgs"], 10);
     assert_eq!(summary["rows_per_org"], 60);
 }
 
+/// `simulate --trials 1 --out o <extra…>` in `dir`.
+fn sim(dir: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["simulate", "--trials", "1", "--out", "o"];
+    args.extend_from_slice(extra);
+    run("dpagg-aggregator", &args, dir)
+}
+
 #[test]
-fn bad_input_gives_one_line_errors() {
+fn bad_files_give_one_line_errors() {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = dir.path();
     fs::write(p.join("toy.schema.toml"), SCHEMA).expect("write");
@@ -199,91 +189,89 @@ fn bad_input_gives_one_line_errors() {
     fs::write(p.join("badlabel.csv"), "a,b,y\n1,2,maybe\n").expect("write");
     fs::write(p.join("empty.csv"), "").expect("write");
     fs::write(p.join("toy.csv"), toy_csv(50)).expect("write");
-    let sim = |extra: &[&str]| {
-        let mut args = vec!["simulate", "--trials", "1", "--out", "o"];
-        args.extend_from_slice(extra);
-        run("dpagg-aggregator", &args, p)
-    };
-    assert_one_line_error(
-        &sim(&["--dataset", "missing.csv", "--schema", "toy.schema.toml"]),
-        &["missing.csv"],
-    );
-    assert_one_line_error(&sim(&["--dataset", "toy.csv"]), &["toy.csv", "--schema"]);
-    assert_one_line_error(
-        &sim(&["--dataset", "toy.csv", "--schema", "nope.toml"]),
-        &["nope.toml"],
-    );
-    assert_one_line_error(
-        &sim(&["--dataset", "toy.csv", "--schema", "bad.schema.toml"]),
-        &["bad.schema.toml"],
-    );
-    assert_one_line_error(
-        &sim(&["--dataset", "toy.csv", "--schema", "swapped.schema.toml"]),
-        &["swapped.schema.toml", "a"],
-    );
-    assert_one_line_error(
-        &sim(&["--dataset", "nonnum.csv", "--schema", "toy.schema.toml"]),
-        &["nonnum.csv", "3", "b"],
-    );
-    assert_one_line_error(
-        &sim(&["--dataset", "nolabel.csv", "--schema", "toy.schema.toml"]),
-        &["nolabel.csv", "y"],
-    );
-    assert_one_line_error(
-        &sim(&["--dataset", "badlabel.csv", "--schema", "toy.schema.toml"]),
-        &["badlabel.csv", "maybe"],
-    );
-    assert_one_line_error(
-        &sim(&["--dataset", "empty.csv", "--schema", "toy.schema.toml"]),
-        &["empty.csv"],
-    );
-    assert_one_line_error(
-        &sim(&["--dataset", "synthetic", "--epsilon", "0"]),
-        &["epsilon"],
-    );
-    assert_one_line_error(
-        &sim(&["--dataset", "synthetic", "--epsilon", "1", "--delta", "1.5"]),
-        &["delta"],
-    );
-    assert_one_line_error(
-        &sim(&["--dataset", "synthetic", "--epsilon", "1", "--lambda=-1"]),
-        &["lambda"],
-    );
-    assert_one_line_error(
-        &sim(&["--dataset", "synthetic", "--epsilon", "1", "--beta", "0"]),
-        &["beta"],
-    );
-    assert_one_line_error(
-        &sim(&["--dataset", "synthetic", "--epsilon", "1", "--orgs", "1"]),
-        &["orgs"],
-    );
-    assert_one_line_error(
-        &sim(&[
-            "--dataset",
+    let cases: [(&str, Option<&str>, &[&str]); 9] = [
+        ("missing.csv", Some("toy.schema.toml"), &["missing.csv"]),
+        ("toy.csv", None, &["toy.csv", "--schema"]),
+        ("toy.csv", Some("nope.toml"), &["nope.toml"]),
+        ("toy.csv", Some("bad.schema.toml"), &["bad.schema.toml"]),
+        (
             "toy.csv",
-            "--schema",
-            "toy.schema.toml",
-            "--orgs",
-            "200",
-        ]),
+            Some("swapped.schema.toml"),
+            &["swapped.schema.toml", "a"],
+        ),
+        (
+            "nonnum.csv",
+            Some("toy.schema.toml"),
+            &["nonnum.csv", "3", "b"],
+        ),
+        (
+            "nolabel.csv",
+            Some("toy.schema.toml"),
+            &["nolabel.csv", "y"],
+        ),
+        (
+            "badlabel.csv",
+            Some("toy.schema.toml"),
+            &["badlabel.csv", "maybe"],
+        ),
+        ("empty.csv", Some("toy.schema.toml"), &["empty.csv"]),
+    ];
+    for (data, schema, needles) in cases {
+        let mut args = vec!["--dataset", data];
+        if let Some(schema) = schema {
+            args.extend(["--schema", schema]);
+        }
+        assert_one_line_error(&sim(p, &args), needles);
+    }
+    assert_one_line_error(
+        &sim(
+            p,
+            &[
+                "--dataset",
+                "toy.csv",
+                "--schema",
+                "toy.schema.toml",
+                "--orgs",
+                "200",
+                // The toy schema uses the paper map, where λ = auto warns (and means 0.01).
+                "--lambda",
+                "0.01",
+            ],
+        ),
         &["200"],
     );
-    assert_one_line_error(
-        &sim(&[
-            "--dataset",
-            "synthetic",
-            "--epsilon",
-            "1",
-            "--mechanism",
-            "output-perturbation",
-            "--delta",
-            "0.1",
-        ]),
-        &["delta", "output-perturbation"],
-    );
+}
+
+#[test]
+fn bad_options_give_one_line_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    let cases: [(&[&str], &[&str]); 6] = [
+        (&["--epsilon", "0"], &["epsilon"]),
+        (&["--epsilon", "1", "--delta", "1.5"], &["delta"]),
+        (&["--epsilon", "1", "--lambda=-1"], &["lambda"]),
+        (&["--epsilon", "1", "--beta", "0"], &["beta"]),
+        (&["--epsilon", "1", "--orgs", "1"], &["orgs"]),
+        (
+            &[
+                "--epsilon",
+                "1",
+                "--mechanism",
+                "output-perturbation",
+                "--delta",
+                "0.1",
+            ],
+            &["delta", "output-perturbation"],
+        ),
+    ];
+    for (options, needles) in cases {
+        let mut args = vec!["--dataset", "synthetic"];
+        args.extend_from_slice(options);
+        assert_one_line_error(&sim(p, &args), needles);
+    }
     // clap's own usage errors are not one line, but they must fail with a non-zero status.
     assert!(
-        !sim(&["--dataset", "synthetic", "--mechanism", "magic"])
+        !sim(p, &["--dataset", "synthetic", "--mechanism", "magic"])
             .status
             .success()
     );
@@ -309,15 +297,8 @@ fn simulate_with_output_perturbation() {
         ],
         dir.path(),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: serde_json::Value =
-        serde_json::from_slice(&fs::read(dir.path().join("o/summary.json")).expect("summary"))
-            .expect("json");
-    assert_eq!(summary["mechanism"], "output-perturbation");
+    assert_success(&out);
+    assert_eq!(summary(dir.path(), "o")["mechanism"], "output-perturbation");
 }
 
 #[test]
@@ -358,11 +339,7 @@ fn node_check_reports_and_rejects() {
         ],
         &root,
     );
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    assert_success(&ok);
     let text = String::from_utf8_lossy(&ok.stdout);
     assert!(
         text.contains("768 rows") && text.contains("fingerprint"),
@@ -390,74 +367,46 @@ fn simulate_with_every_other_mechanism() {
         ("dp-sgd-bst", vec![]),
         ("gibbs-posterior-unproven", vec!["--option", "steps=200"]),
     ] {
-        let mut args = vec![
-            "simulate",
-            "--dataset",
-            "diabetes",
-            "--mechanism",
-            mechanism,
-            "--delta",
-            "1e-5",
-            "--epsilon",
-            "0.5,1",
-            "--trials",
-            "1",
-            "--out",
-            mechanism,
-        ];
+        let mut args = vec!["--epsilon", "0.5,1", "--trials", "1", "--out", mechanism];
         args.extend(options);
-        let out = run("dpagg-aggregator", &args, dir.path());
+        let out = simulate_diabetes(dir.path(), mechanism, &args);
         assert!(
             out.status.success(),
             "{mechanism}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let summary: serde_json::Value = serde_json::from_slice(
-            &fs::read(dir.path().join(mechanism).join("summary.json")).expect("summary"),
-        )
-        .expect("json");
+        let summary = summary(dir.path(), mechanism);
         assert_eq!(summary["mechanism"], mechanism);
         assert_eq!(summary["rows"].as_array().expect("rows").len(), 2);
     }
     // The proven Gibbs sampler refuses, naming Proposition 13's step count.
     assert_one_line_error(
-        &run(
-            "dpagg-aggregator",
-            &[
-                "simulate",
-                "--dataset",
-                "diabetes",
-                "--mechanism",
-                "gibbs-posterior",
-                "--delta",
-                "1e-5",
-                "--epsilon",
-                "1",
-                "--trials",
-                "1",
-            ],
+        &simulate_diabetes(
             dir.path(),
+            "gibbs-posterior",
+            &["--epsilon", "1", "--trials", "1"],
         ),
         &["Proposition 13", "cap"],
     );
     assert_one_line_error(
-        &run(
-            "dpagg-aggregator",
-            &[
-                "simulate",
-                "--dataset",
-                "diabetes",
-                "--mechanism",
-                "dp-sgd",
-                "--delta",
-                "1e-5",
-                "--option",
-                "stepz=3",
-            ],
-            dir.path(),
-        ),
+        &simulate_diabetes(dir.path(), "dp-sgd", &["--option", "stepz=3"]),
         &["stepz", "clip_norm"],
     );
+}
+
+/// `simulate --dataset diabetes --mechanism <mechanism> --delta 1e-5 <extra…>` in `dir`.
+fn simulate_diabetes(dir: &Path, mechanism: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "simulate",
+        "--dataset",
+        "diabetes",
+        "--mechanism",
+        mechanism,
+        "--delta",
+        "1e-5",
+    ];
+    args.extend_from_slice(extra);
+    run("dpagg-aggregator", &args, dir)
 }
 
 #[test]
@@ -465,11 +414,7 @@ fn privacy_calculators() {
     let dir = tempfile::tempdir().expect("tempdir");
     let stdout = |args: &[&str]| {
         let out = run("dpagg-aggregator", args, dir.path());
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     // eq. 13: (ε / 2)·sqrt(nλ / (1 + 2 log(1/δ))) with n = 60, λ = 0.01, ε = 1, δ = 1e-5.

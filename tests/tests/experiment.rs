@@ -1,9 +1,10 @@
 //! `dpagg-aggregator experiment`: the reproduction of seed 001 §5 end to end, with a tiny trial
 //! count — every file written, CSVs byte-identical for a seed, figures valid SVG and PNG.
 
-use dpagg_tests::{assert_one_line_error, run};
+use dpagg_tests::{assert_one_line_error, assert_success, run};
 use std::fs;
 use std::path::Path;
+use std::process::Output;
 
 const CSVS: [&str; 10] = [
     "fig3_synthetic.csv",
@@ -26,20 +27,24 @@ const FIGURES: [&str; 5] = [
     "fig7_aggregators",
 ];
 
+/// `dpagg-aggregator experiment <command> --out <dir> <extra…>`, run in `cwd`.
+fn experiment(command: &str, dir: &Path, cwd: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "experiment",
+        command,
+        "--out",
+        dir.to_str().expect("utf8 path"),
+    ];
+    args.extend_from_slice(extra);
+    run("dpagg-aggregator", &args, cwd)
+}
+
 fn paper(dir: &Path, seed: &str) {
-    let out = run(
-        "dpagg-aggregator",
-        &[
-            "experiment",
-            "paper",
-            "--out",
-            dir.to_str().expect("utf8 path"),
-            "--trials",
-            "1",
-            "--seed",
-            seed,
-        ],
+    let out = experiment(
+        "paper",
+        dir,
         dir.parent().expect("parent"),
+        &["--trials", "1", "--seed", seed],
     );
     assert!(
         out.status.success(),
@@ -55,6 +60,69 @@ fn paper(dir: &Path, seed: &str) {
 
 fn read(dir: &Path, name: &str) -> Vec<u8> {
     fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// `stem.svg` and `stem.png` in `a` are valid, and the PNG is the same in `b`.
+fn assert_figure(a: &Path, b: &Path, stem: &str) {
+    let svg = String::from_utf8(read(a, &format!("{stem}.svg"))).expect("SVG is UTF-8");
+    assert!(
+        svg.starts_with("<svg"),
+        "{stem}.svg does not start with <svg"
+    );
+    assert!(
+        svg.trim_end().ends_with("</svg>"),
+        "{stem}.svg is not closed"
+    );
+    assert!(
+        svg.contains("<text"),
+        "{stem}.svg has no text (axis labels, legend)"
+    );
+    assert!(
+        svg.contains("privacy parameter"),
+        "{stem}.svg lacks its x label"
+    );
+    let png = read(a, &format!("{stem}.png"));
+    assert!(png.len() > 1000, "{stem}.png is too small");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{stem}.png signature");
+    assert_eq!(&png[12..16], b"IHDR", "{stem}.png header chunk");
+    let width = u32::from_be_bytes([png[16], png[17], png[18], png[19]]);
+    let height = u32::from_be_bytes([png[20], png[21], png[22], png[23]]);
+    assert!(
+        width >= 800 && height >= 500,
+        "{stem}.png is {width}×{height}"
+    );
+    assert!(png.ends_with(b"IEND\xaeB`\x82"), "{stem}.png is truncated");
+    // Figures are a function of the runs too.
+    assert_eq!(png, read(b, &format!("{stem}.png")), "{stem}.png differs");
+}
+
+/// Table 2, the paper's numbers and every mechanism are in `dir`'s tables.
+fn assert_tables(dir: &Path) {
+    let table2 = String::from_utf8(read(dir, "table2_improved.csv")).expect("utf8");
+    assert!(table2.starts_with("epsilon,paper,ours_mean"));
+    assert!(table2.contains("\n0.1,88.0000,"), "{table2}");
+    assert_eq!(table2.lines().count(), 11);
+    let cmp = String::from_utf8(read(dir, "paper_vs_ours.csv")).expect("utf8");
+    for paper_value in ["0.9990", "0.5590", "0.9730"] {
+        assert!(
+            cmp.contains(paper_value),
+            "paper value {paper_value} missing"
+        );
+    }
+    let mechanisms = String::from_utf8(read(dir, "fig6_mechanisms.csv")).expect("utf8");
+    for m in [
+        "objective perturbation",
+        "output perturbation",
+        "DP-SGD",
+        "Gibbs posterior",
+    ] {
+        assert!(
+            mechanisms.contains(m),
+            "{m} missing from fig6_mechanisms.csv"
+        );
+    }
+    // BST refuses ε > 1 and the proven Gibbs sampler needs too many steps: both say so.
+    assert!(mechanisms.contains("refused:"));
 }
 
 #[test]
@@ -83,85 +151,21 @@ fn paper_writes_every_figure_and_is_reproducible() {
         "another seed gives the same runs"
     );
     for stem in FIGURES {
-        let svg = String::from_utf8(read(&a, &format!("{stem}.svg"))).expect("SVG is UTF-8");
-        assert!(
-            svg.starts_with("<svg"),
-            "{stem}.svg does not start with <svg"
-        );
-        assert!(
-            svg.trim_end().ends_with("</svg>"),
-            "{stem}.svg is not closed"
-        );
-        assert!(
-            svg.contains("<text"),
-            "{stem}.svg has no text (axis labels, legend)"
-        );
-        assert!(
-            svg.contains("privacy parameter"),
-            "{stem}.svg lacks its x label"
-        );
-        let png = read(&a, &format!("{stem}.png"));
-        assert!(png.len() > 1000, "{stem}.png is too small");
-        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{stem}.png signature");
-        assert_eq!(&png[12..16], b"IHDR", "{stem}.png header chunk");
-        let width = u32::from_be_bytes([png[16], png[17], png[18], png[19]]);
-        let height = u32::from_be_bytes([png[20], png[21], png[22], png[23]]);
-        assert!(
-            width >= 800 && height >= 500,
-            "{stem}.png is {width}×{height}"
-        );
-        assert!(png.ends_with(b"IEND\xaeB`\x82"), "{stem}.png is truncated");
-        // Figures are a function of the runs too.
-        assert_eq!(png, read(&b, &format!("{stem}.png")), "{stem}.png differs");
+        assert_figure(&a, &b, stem);
     }
-    let table2 = String::from_utf8(read(&a, "table2_improved.csv")).expect("utf8");
-    assert!(table2.starts_with("epsilon,paper,ours_mean"));
-    assert!(table2.contains("\n0.1,88.0000,"), "{table2}");
-    assert_eq!(table2.lines().count(), 11);
-    let cmp = String::from_utf8(read(&a, "paper_vs_ours.csv")).expect("utf8");
-    for paper_value in ["0.9990", "0.5590", "0.9730"] {
-        assert!(
-            cmp.contains(paper_value),
-            "paper value {paper_value} missing"
-        );
-    }
-    let mechanisms = String::from_utf8(read(&a, "fig6_mechanisms.csv")).expect("utf8");
-    for m in [
-        "objective perturbation",
-        "output perturbation",
-        "DP-SGD",
-        "Gibbs posterior",
-    ] {
-        assert!(
-            mechanisms.contains(m),
-            "{m} missing from fig6_mechanisms.csv"
-        );
-    }
-    // BST refuses ε > 1 and the proven Gibbs sampler needs too many steps: both say so.
-    assert!(mechanisms.contains("refused:"));
+    assert_tables(&a);
 }
 
 #[test]
 fn variants_write_their_table() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("v");
-    let out = run(
-        "dpagg-aggregator",
-        &[
-            "experiment",
-            "variants",
-            "--out",
-            dir.to_str().expect("utf8 path"),
-            "--trials",
-            "1",
-        ],
+    assert_success(&experiment(
+        "variants",
+        &dir,
         tmp.path(),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        &["--trials", "1"],
+    ));
     let md = String::from_utf8(read(&dir, "variants.md")).expect("utf8");
     assert!(md.contains("| paper setup |") && md.contains("| row-unit normalisation |"));
     let csv = String::from_utf8(read(&dir, "variants.csv")).expect("utf8");
@@ -169,20 +173,59 @@ fn variants_write_their_table() {
 }
 
 #[test]
+fn learners_write_their_tables_splits_and_figures_reproducibly() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    for dir in [&a, &b] {
+        let args = ["--trials", "2", "--epsilons", "1,2"];
+        assert_success(&experiment("learners", dir, tmp.path(), &args));
+    }
+    for name in [
+        "learners.csv",
+        "learners_trials.csv",
+        "splits.csv",
+        "synthetic.csv",
+    ] {
+        assert_eq!(
+            read(&a, name),
+            read(&b, name),
+            "{name} differs for one seed"
+        );
+    }
+    let splits = String::from_utf8(read(&a, "splits.csv")).expect("utf8");
+    // Three datasets × two sizes × two trials, each line train and test row indices.
+    assert_eq!(splits.lines().count(), 1 + 3 * 2 * 2);
+    assert!(splits.starts_with("dataset,size,trial,peer_seed,train,test"));
+    let synthetic = String::from_utf8(read(&a, "synthetic.csv")).expect("utf8");
+    assert_eq!(synthetic.lines().count(), 1 + 5000 + 1000);
+    let trials = String::from_utf8(read(&a, "learners_trials.csv")).expect("utf8");
+    // 3 datasets × 2 sizes × 2 trials × 7 learners × 2 ε.
+    assert_eq!(trials.lines().count(), 1 + 3 * 2 * 2 * 7 * 2);
+    assert!(!trials.contains("refused"), "{trials}");
+    let md = String::from_utf8(read(&a, "learners.md")).expect("utf8");
+    for needle in [
+        "**diabetes, all (600 training rows)**",
+        "**breast-cancer, org (40 training rows)**",
+        "| objective perturbation (default), ε-DP |",
+        "| paper setup: Algorithm 2, λ = 0.01, paper map |",
+    ] {
+        assert!(md.contains(needle), "{needle} missing from learners.md");
+    }
+    for stem in ["learners_org", "learners_all"] {
+        assert_figure(&a, &b, stem);
+    }
+}
+
+#[test]
 fn bad_experiment_input_is_a_one_line_error() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("x");
-    let d = dir.to_str().expect("utf8 path");
-    let out = run(
-        "dpagg-aggregator",
-        &["experiment", "paper", "--out", d, "--trials", "0"],
-        tmp.path(),
-    );
+    let out = experiment("paper", &dir, tmp.path(), &["--trials", "0"]);
     assert_one_line_error(&out, &["trials"]);
-    let out = run(
-        "dpagg-aggregator",
-        &["experiment", "paper", "--out", d, "--lambda=-1"],
-        tmp.path(),
-    );
+    let out = experiment("paper", &dir, tmp.path(), &["--lambda=-1"]);
     assert_one_line_error(&out, &["lambda"]);
+    let out = experiment("learners", &dir, tmp.path(), &["--trials", "0"]);
+    assert_one_line_error(&out, &["trials"]);
+    let out = experiment("learners", &dir, tmp.path(), &["--epsilons", "1,0"]);
+    assert_one_line_error(&out, &["epsilon"]);
 }

@@ -3,10 +3,12 @@
 
 use dpagg_proto::v1::organisation_node_client::OrganisationNodeClient;
 use dpagg_proto::v1::{
-    DescribeRequest, GetLearnerRequest, LearnerSpec, ListLearnersRequest, PublishLearnerRequest,
-    get_learner_request::Selector,
+    Budget, DescribeRequest, GetLearnerRequest, LearnerSpec, ListLearnersRequest, PrivateLearner,
+    PublishLearnerRequest, get_learner_request::Selector,
 };
-use dpagg_tests::{NodeProcess, assert_one_line_error, node_config, run};
+use dpagg_tests::{
+    NodeProcess, assert_one_line_error, assert_success, node_config, publish_with_cli, run,
+};
 use tonic::Code;
 use tonic::transport::Channel;
 
@@ -17,6 +19,7 @@ fn spec(epsilon: f64, lambda: f64) -> LearnerSpec {
         delta: 0.0,
         lambda,
         options: Default::default(),
+        lambda_auto: false,
     }
 }
 
@@ -26,106 +29,91 @@ async fn client(node: &NodeProcess) -> OrganisationNodeClient<Channel> {
         .expect("connect")
 }
 
-#[tokio::test]
-async fn releases_and_ledger_survive_restart_and_crash() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = node_config(dir.path(), "org-a", 3.0, 2.0, true, 60);
-    let mut node = NodeProcess::start(&config);
-    let mut c = client(&node).await;
-    let first = c
-        .publish_learner(PublishLearnerRequest {
-            spec: Some(spec(1.0, 0.01)),
-        })
+async fn publish(
+    c: &mut OrganisationNodeClient<Channel>,
+    spec: LearnerSpec,
+) -> Result<PrivateLearner, tonic::Status> {
+    c.publish_learner(PublishLearnerRequest { spec: Some(spec) })
         .await
-        .expect("publish")
-        .into_inner();
-    let id = first
-        .metadata
-        .as_ref()
-        .expect("metadata")
-        .release_id
-        .clone();
+        .map(tonic::Response::into_inner)
+}
+
+async fn budget(c: &mut OrganisationNodeClient<Channel>) -> Budget {
+    c.describe(DescribeRequest {})
+        .await
+        .expect("describe")
+        .into_inner()
+        .budget
+        .expect("budget")
+}
+
+async fn learner_count(c: &mut OrganisationNodeClient<Channel>) -> usize {
+    c.list_learners(ListLearnersRequest {})
+        .await
+        .expect("list")
+        .into_inner()
+        .learners
+        .len()
+}
+
+async fn try_get(
+    c: &mut OrganisationNodeClient<Channel>,
+    selector: Option<Selector>,
+) -> Result<PrivateLearner, tonic::Status> {
+    c.get_learner(GetLearnerRequest { selector })
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+async fn get(c: &mut OrganisationNodeClient<Channel>, selector: Selector) -> PrivateLearner {
+    try_get(c, Some(selector)).await.expect("get")
+}
+
+/// Publishes ε = 1 twice: one secure release of dimension 9, charged once.
+async fn publish_once_charged_once(c: &mut OrganisationNodeClient<Channel>) -> PrivateLearner {
+    let first = publish(c, spec(1.0, 0.01)).await.expect("publish");
     assert!(
         !first.metadata.as_ref().expect("metadata").seeded,
         "a node's release must use the secure RNG"
     );
     assert_eq!(first.weights.len(), 9);
     // Same spec again: same release, no new charge.
-    let again = c
-        .publish_learner(PublishLearnerRequest {
-            spec: Some(spec(1.0, 0.01)),
-        })
-        .await
-        .expect("publish")
-        .into_inner();
+    let again = publish(c, spec(1.0, 0.01)).await.expect("publish");
     assert_eq!(again, first);
-    let spent = |d: dpagg_proto::v1::DescribeResponse| d.budget.expect("budget").epsilon_spent;
-    assert_eq!(
-        spent(
-            c.describe(DescribeRequest {})
-                .await
-                .expect("describe")
-                .into_inner()
-        ),
-        1.0
-    );
+    assert_eq!(budget(c).await.epsilon_spent, 1.0);
+    first
+}
+
+#[tokio::test]
+async fn releases_and_ledger_survive_restart_and_crash() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = node_config(dir.path(), "org-a", 3.0, 2.0, true, 60);
+    let mut node = NodeProcess::start(&config);
+    let mut c = client(&node).await;
+    let first = publish_once_charged_once(&mut c).await;
+    let id = first
+        .metadata
+        .as_ref()
+        .expect("metadata")
+        .release_id
+        .clone();
 
     drop(c);
     assert!(node.terminate(), "SIGTERM must shut the node down cleanly");
     let mut node = NodeProcess::start(&config);
     let mut c = client(&node).await;
-    let got = c
-        .get_learner(GetLearnerRequest {
-            selector: Some(Selector::ReleaseId(id.clone())),
-        })
-        .await
-        .expect("get")
-        .into_inner();
+    let got = get(&mut c, Selector::ReleaseId(id.clone())).await;
     assert_eq!(got, first, "the same bytes are served after a restart");
-    assert_eq!(
-        spent(
-            c.describe(DescribeRequest {})
-                .await
-                .expect("describe")
-                .into_inner()
-        ),
-        1.0
-    );
+    assert_eq!(budget(&mut c).await.epsilon_spent, 1.0);
 
     // A crash right after a publish: the charge was committed before the learner was returned.
-    c.publish_learner(PublishLearnerRequest {
-        spec: Some(spec(1.5, 0.01)),
-    })
-    .await
-    .expect("publish");
+    publish(&mut c, spec(1.5, 0.01)).await.expect("publish");
     node.kill();
     let node = NodeProcess::start(&config);
     let mut c = client(&node).await;
-    assert_eq!(
-        spent(
-            c.describe(DescribeRequest {})
-                .await
-                .expect("describe")
-                .into_inner()
-        ),
-        2.5
-    );
-    assert_eq!(
-        c.list_learners(ListLearnersRequest {})
-            .await
-            .expect("list")
-            .into_inner()
-            .learners
-            .len(),
-        2
-    );
-    let latest = c
-        .get_learner(GetLearnerRequest {
-            selector: Some(Selector::Latest(true)),
-        })
-        .await
-        .expect("latest")
-        .into_inner();
+    assert_eq!(budget(&mut c).await.epsilon_spent, 2.5);
+    assert_eq!(learner_count(&mut c).await, 2);
+    let latest = get(&mut c, Selector::Latest(true)).await;
     assert_eq!(
         latest
             .metadata
@@ -135,14 +123,12 @@ async fn releases_and_ledger_survive_restart_and_crash() {
             .epsilon,
         1.5
     );
-    let by_spec = c
-        .get_learner(GetLearnerRequest {
-            selector: Some(Selector::Spec(spec(1.0, 0.01))),
-        })
-        .await
-        .expect("by spec")
-        .into_inner();
+    let by_spec = get(&mut c, Selector::Spec(spec(1.0, 0.01))).await;
     assert_eq!(by_spec, first);
+}
+
+fn code(r: Result<PrivateLearner, tonic::Status>) -> Code {
+    r.expect_err("must fail").code()
 }
 
 #[tokio::test]
@@ -150,82 +136,47 @@ async fn typed_statuses() {
     let dir = tempfile::tempdir().expect("tempdir");
     let node = NodeProcess::start(&node_config(dir.path(), "org-b", 1.0, 0.8, true, 60));
     let mut c = client(&node).await;
-    let code = |r: Result<tonic::Response<dpagg_proto::v1::PrivateLearner>, tonic::Status>| {
-        r.expect_err("must fail").code()
-    };
     assert_eq!(
-        code(
-            c.publish_learner(PublishLearnerRequest {
-                spec: Some(spec(0.9, 0.01))
-            })
-            .await
-        ),
+        code(publish(&mut c, spec(0.9, 0.01)).await),
         Code::FailedPrecondition
     );
-    c.publish_learner(PublishLearnerRequest {
-        spec: Some(spec(0.8, 0.01)),
-    })
-    .await
-    .expect("within budget");
-    let over = c
-        .publish_learner(PublishLearnerRequest {
-            spec: Some(spec(0.5, 0.01)),
-        })
+    publish(&mut c, spec(0.8, 0.01))
+        .await
+        .expect("within budget");
+    let over = publish(&mut c, spec(0.5, 0.01))
         .await
         .expect_err("over budget");
     assert_eq!(over.code(), Code::ResourceExhausted);
     assert!(over.message().contains("remaining"), "{}", over.message());
     let mut unknown = spec(0.1, 0.01);
     unknown.mechanism = "magic".into();
+    assert_eq!(code(publish(&mut c, unknown).await), Code::InvalidArgument);
     assert_eq!(
-        code(
-            c.publish_learner(PublishLearnerRequest {
-                spec: Some(unknown)
-            })
-            .await
-        ),
-        Code::InvalidArgument
-    );
-    assert_eq!(
-        code(
-            c.publish_learner(PublishLearnerRequest {
-                spec: Some(spec(-1.0, 0.01))
-            })
-            .await
-        ),
+        code(publish(&mut c, spec(-1.0, 0.01)).await),
         Code::InvalidArgument
     );
     assert_eq!(
         code(
             c.publish_learner(PublishLearnerRequest { spec: None })
                 .await
+                .map(tonic::Response::into_inner)
         ),
         Code::InvalidArgument
     );
     assert_eq!(
-        code(
-            c.get_learner(GetLearnerRequest {
-                selector: Some(Selector::ReleaseId("nope".into()))
-            })
-            .await
-        ),
+        code(try_get(&mut c, Some(Selector::ReleaseId("nope".into()))).await),
         Code::NotFound
     );
-    assert_eq!(
-        code(c.get_learner(GetLearnerRequest { selector: None }).await),
-        Code::InvalidArgument
-    );
+    assert_eq!(code(try_get(&mut c, None).await), Code::InvalidArgument);
+}
 
-    let dir2 = tempfile::tempdir().expect("tempdir");
-    let closed = NodeProcess::start(&node_config(dir2.path(), "org-c", 1.0, 1.0, false, 60));
+#[tokio::test]
+async fn remote_publish_is_refused_when_not_allowed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let closed = NodeProcess::start(&node_config(dir.path(), "org-c", 1.0, 1.0, false, 60));
     let mut c = client(&closed).await;
     assert_eq!(
-        code(
-            c.publish_learner(PublishLearnerRequest {
-                spec: Some(spec(0.5, 0.01))
-            })
-            .await
-        ),
+        code(publish(&mut c, spec(0.5, 0.01)).await),
         Code::PermissionDenied
     );
 }
@@ -255,21 +206,9 @@ async fn concurrent_publishes_never_overspend() {
             let config = config.clone();
             tokio::task::spawn_blocking(move || {
                 let lambda = format!("{}", 0.5 + k as f64 * 1e-3);
-                run(
-                    "dpagg-node",
-                    &[
-                        "publish",
-                        "--config",
-                        config.to_str().expect("utf8"),
-                        "--epsilon",
-                        "1",
-                        "--lambda",
-                        &lambda,
-                    ],
-                    config.parent().expect("dir"),
-                )
-                .status
-                .success()
+                publish_with_cli(&config, &["--epsilon", "1", "--lambda", &lambda])
+                    .status
+                    .success()
             })
         })
         .collect();
@@ -285,27 +224,13 @@ async fn concurrent_publishes_never_overspend() {
     }
     assert_eq!(ok, 5, "exactly the budget's worth of releases");
     let mut c = c.clone();
-    let b = c
-        .describe(DescribeRequest {})
-        .await
-        .expect("describe")
-        .into_inner()
-        .budget
-        .expect("budget");
+    let b = budget(&mut c).await;
     assert!(
         (b.epsilon_spent - 5.0).abs() < 1e-9,
         "spent {}",
         b.epsilon_spent
     );
-    assert_eq!(
-        c.list_learners(ListLearnersRequest {})
-            .await
-            .expect("list")
-            .into_inner()
-            .learners
-            .len(),
-        5
-    );
+    assert_eq!(learner_count(&mut c).await, 5);
 }
 
 #[tokio::test]
@@ -315,12 +240,11 @@ async fn health_and_reflection_are_served() {
     use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
     let dir = tempfile::tempdir().expect("tempdir");
     let node = NodeProcess::start(&node_config(dir.path(), "org-e", 1.0, 1.0, false, 60));
-    let out = run("dpagg-node", &["health", "--addr", &node.addr], dir.path());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&run(
+        "dpagg-node",
+        &["health", "--addr", &node.addr],
+        dir.path(),
+    ));
     let channel = Channel::from_shared(node.url())
         .expect("url")
         .connect()
@@ -358,34 +282,25 @@ fn bad_input_gives_one_line_errors() {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = dir.path();
     let config = node_config(p, "org-f", 1.0, 1.0, false, 60);
+    let cfg = config.to_str().expect("utf8");
+    let node = |args: &[&str]| run("dpagg-node", args, p);
     assert_one_line_error(
-        &run(
-            "dpagg-node",
-            &["ledger", "--config", config.to_str().expect("utf8")],
-            p,
-        ),
+        &node(&["ledger", "--config", cfg]),
         &["nothing has been published"],
     );
     assert_one_line_error(
-        &run("dpagg-node", &["serve", "--config", "missing.toml"], p),
+        &node(&["serve", "--config", "missing.toml"]),
         &["missing.toml"],
     );
     std::fs::write(p.join("bad.toml"), "organisation_id = \n").expect("write");
-    assert_one_line_error(
-        &run("dpagg-node", &["serve", "--config", "bad.toml"], p),
-        &["bad.toml"],
-    );
+    assert_one_line_error(&node(&["serve", "--config", "bad.toml"]), &["bad.toml"]);
     std::fs::write(
         p.join("unknown.toml"),
         "organisation_id = \"x\"\ncolour = \"blue\"\n",
     )
     .expect("write");
     assert_one_line_error(
-        &run(
-            "dpagg-node",
-            &["publish", "--config", "unknown.toml", "--epsilon", "1"],
-            p,
-        ),
+        &node(&["publish", "--config", "unknown.toml", "--epsilon", "1"]),
         &["unknown.toml", "colour"],
     );
     // Schema mismatch: Breast Cancer schema over Diabetes rows.
@@ -395,55 +310,59 @@ fn bad_input_gives_one_line_errors() {
     )
     .expect("copy");
     assert_one_line_error(
-        &run(
-            "dpagg-node",
-            &[
-                "serve",
-                "--config",
-                config.to_str().expect("utf8"),
-                "--schema",
-                "bc.schema.toml",
-            ],
-            p,
-        ),
+        &node(&["serve", "--config", cfg, "--schema", "bc.schema.toml"]),
         &["org-f.csv"],
     );
     assert_one_line_error(
-        &run(
-            "dpagg-node",
-            &[
-                "serve",
-                "--config",
-                config.to_str().expect("utf8"),
-                "--listen",
-                "not-an-address",
-            ],
-            p,
-        ),
+        &node(&["serve", "--config", cfg, "--listen", "not-an-address"]),
         &["listen"],
     );
+    assert_one_line_error(&publish_with_cli(&config, &["--epsilon", "5"]), &["cap"]);
     assert_one_line_error(
-        &run(
-            "dpagg-node",
-            &[
-                "publish",
-                "--config",
-                config.to_str().expect("utf8"),
-                "--epsilon",
-                "5",
-            ],
-            p,
-        ),
-        &["cap"],
-    );
-    assert_one_line_error(
-        &run(
-            "dpagg-node",
-            &["health", "--addr", "127.0.0.1:9", "--timeout", "1"],
-            p,
-        ),
+        &node(&["health", "--addr", "127.0.0.1:9", "--timeout", "1"]),
         &["127.0.0.1:9"],
     );
+}
+
+fn mechanism_spec(
+    mechanism: &str,
+    epsilon: f64,
+    delta: f64,
+    options: &[(&str, f64)],
+) -> LearnerSpec {
+    LearnerSpec {
+        mechanism: mechanism.into(),
+        epsilon,
+        delta,
+        lambda: 0.01,
+        options: options.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+        lambda_auto: false,
+    }
+}
+
+/// Unproven releases are refused by default; unknown options are invalid; Prop. 13's step count
+/// over the cap is a failed precondition, and its default γ is over the δ budget.
+async fn assert_refusals(c: &mut OrganisationNodeClient<Channel>) {
+    let spec = mechanism_spec;
+    let e = publish(c, spec("gibbs-posterior-unproven", 1.0, 1e-6, &[]))
+        .await
+        .expect_err("unproven");
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    assert!(e.message().contains("allow_unproven"));
+    let e = publish(c, spec("dp-sgd", 1.0, 1e-6, &[("stepz", 5.0)]))
+        .await
+        .expect_err("unknown option");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    assert!(e.message().contains("stepz"));
+    let e = publish(c, spec("gibbs-posterior", 1.0, 1e-6, &[("gamma", 1e-7)]))
+        .await
+        .expect_err("too many steps");
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    assert!(e.message().contains("Proposition 13"), "{}", e.message());
+    let e = publish(c, spec("gibbs-posterior", 1.0, 1e-6, &[]))
+        .await
+        .expect_err("δ + (1 + e^ε)γ over the budget");
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
 }
 
 #[tokio::test]
@@ -459,18 +378,7 @@ async fn every_mechanism_publishes_with_its_guarantee_and_the_ledger_composes_th
     .expect("write");
     let node = NodeProcess::start(&config);
     let mut c = client(&node).await;
-    let spec = |mechanism: &str, epsilon: f64, delta: f64, options: &[(&str, f64)]| LearnerSpec {
-        mechanism: mechanism.into(),
-        epsilon,
-        delta,
-        lambda: 0.01,
-        options: options.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
-    };
-    let mut publish = async |s: LearnerSpec| {
-        c.publish_learner(PublishLearnerRequest { spec: Some(s) })
-            .await
-            .map(tonic::Response::into_inner)
-    };
+    let spec = mechanism_spec;
     for (s, relation) in [
         (
             spec("dp-sgd", 1.0, 1e-6, &[("steps", 50.0)]),
@@ -489,43 +397,17 @@ async fn every_mechanism_publishes_with_its_guarantee_and_the_ledger_composes_th
             NeighbourRelation::ReplaceOne,
         ),
     ] {
-        let l = publish(s.clone()).await.expect("publish");
+        let l = publish(&mut c, s.clone()).await.expect("publish");
         let m = l.metadata.expect("metadata");
         assert_eq!(m.neighbour_relation, relation as i32, "{}", s.mechanism);
         assert_eq!(m.spec.expect("spec"), s);
         assert!(!m.seeded);
         assert_eq!(l.weights.len(), 9);
     }
-    // Unproven releases are refused by default; unknown options are invalid; Prop. 13's step
-    // count over the cap is a failed precondition, and its default γ is over the δ budget.
-    let e = publish(spec("gibbs-posterior-unproven", 1.0, 1e-6, &[]))
-        .await
-        .expect_err("unproven");
-    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
-    assert!(e.message().contains("allow_unproven"));
-    let e = publish(spec("dp-sgd", 1.0, 1e-6, &[("stepz", 5.0)]))
-        .await
-        .expect_err("unknown option");
-    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
-    assert!(e.message().contains("stepz"));
-    let e = publish(spec("gibbs-posterior", 1.0, 1e-6, &[("gamma", 1e-7)]))
-        .await
-        .expect_err("too many steps");
-    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
-    assert!(e.message().contains("Proposition 13"), "{}", e.message());
-    let e = publish(spec("gibbs-posterior", 1.0, 1e-6, &[]))
-        .await
-        .expect_err("δ + (1 + e^ε)γ over the budget");
-    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    assert_refusals(&mut c).await;
     // The two DP-SGD releases compose by RDP, tighter than adding them, and count under
     // replace-one by group privacy.
-    let b = c
-        .describe(DescribeRequest {})
-        .await
-        .expect("describe")
-        .into_inner()
-        .budget
-        .expect("budget");
+    let b = budget(&mut c).await;
     let a = b.add_remove_one.clone().expect("add/remove");
     let r = b.replace_one.clone().expect("replace-one");
     assert_eq!((a.releases, r.releases), (2, 2));
@@ -556,13 +438,7 @@ async fn records_never_appear_in_logs_or_responses() {
     let mut node = NodeProcess::start_logging(&config, &log);
     let mut c = client(&node).await;
     let mut responses = Vec::new();
-    let published = c
-        .publish_learner(PublishLearnerRequest {
-            spec: Some(spec(1.0, 0.01)),
-        })
-        .await
-        .expect("publish")
-        .into_inner();
+    let published = publish(&mut c, spec(1.0, 0.01)).await.expect("publish");
     responses.push(format!("{published:?}"));
     let id = published.metadata.expect("metadata").release_id;
     responses.push(format!(
@@ -583,10 +459,7 @@ async fn records_never_appear_in_logs_or_responses() {
     ));
     // An over-budget request and a bad one: error statuses too.
     for s in [spec(5.0, 0.01), spec(1.0, -1.0)] {
-        let e = c
-            .publish_learner(PublishLearnerRequest { spec: Some(s) })
-            .await
-            .expect_err("refused");
+        let e = publish(&mut c, s).await.expect_err("refused");
         responses.push(format!("{e:?}"));
     }
     drop(c);
@@ -604,4 +477,206 @@ async fn records_never_appear_in_logs_or_responses() {
             assert!(!r.contains(canary), "`{canary}` in a response: {r}");
         }
     }
+}
+
+/// `dpagg-node ledger | head -1` and friends: a reader that goes away is not an error.
+#[test]
+fn a_closed_stdout_is_a_clean_exit() {
+    use dpagg_tests::{ClosePipe, assert_clean_exit_on_closed_stdout, run_closing_stdout};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    let config = node_config(p, "org-p", 5.0, 2.0, false, 60);
+    let config = config.to_str().expect("utf8");
+    let publish = ["publish", "--config", config, "--epsilon", "1"];
+    for close in [ClosePipe::Immediately, ClosePipe::AfterFirstLine] {
+        // The first publishes, the second finds the stored release: both print two lines.
+        let (_, out) = run_closing_stdout("dpagg-node", &publish, p, close);
+        assert_clean_exit_on_closed_stdout(&out);
+    }
+    let ledger = ["ledger", "--config", config];
+    let (line, out) = run_closing_stdout("dpagg-node", &ledger, p, ClosePipe::AfterFirstLine);
+    assert_eq!(line.trim(), "organisation org-p");
+    assert_clean_exit_on_closed_stdout(&out);
+    let (_, out) = run_closing_stdout("dpagg-node", &ledger, p, ClosePipe::Immediately);
+    assert_clean_exit_on_closed_stdout(&out);
+    let root = dpagg_tests::repo_root();
+    let check = [
+        "check",
+        "--data",
+        "data/diabetes.csv",
+        "--schema",
+        "data/diabetes.schema.toml",
+    ];
+    let (_, out) = run_closing_stdout("dpagg-node", &check, &root, ClosePipe::Immediately);
+    assert_clean_exit_on_closed_stdout(&out);
+}
+
+/// A bad value is reported where it was written: the flag, the environment variable or the
+/// file; negative numbers reach validation instead of being taken for flags.
+#[test]
+fn errors_blame_the_flag_variable_or_file_that_gave_the_value() {
+    use dpagg_tests::run_with_env;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    let config = node_config(p, "org-e", 1.0, 1.0, false, 60);
+    let config = config.to_str().expect("utf8");
+    let ledger = ["ledger", "--config", config];
+    let flag = run(
+        "dpagg-node",
+        &["ledger", "--config", config, "--epsilon-total", "-1"],
+        p,
+    );
+    assert_one_line_error(
+        &flag,
+        &["error: --epsilon-total: `policy.epsilon_total` = -1: must be a finite number >= 0"],
+    );
+    let env = run_with_env("dpagg-node", &ledger, p, &[("DPAGG_EPSILON_TOTAL", "nan")]);
+    assert_one_line_error(
+        &env,
+        &["error: $DPAGG_EPSILON_TOTAL: `policy.epsilon_total` = NaN"],
+    );
+    let env = run_with_env("dpagg-node", &ledger, p, &[("DPAGG_DELTA_TOTAL", "-0.5")]);
+    assert_one_line_error(&env, &["$DPAGG_DELTA_TOTAL: `policy.delta_total` = -0.5"]);
+    // Not a number at all: clap refuses it, and the line still names the variable.
+    let env = run_with_env("dpagg-node", &ledger, p, &[("DPAGG_EPSILON_TOTAL", "lots")]);
+    assert_one_line_error(&env, &["$DPAGG_EPSILON_TOTAL", "'lots'"]);
+    std::fs::write(
+        p.join("negative.toml"),
+        "organisation_id = \"x\"\ndata = \"org-e.csv\"\nschema = \"diabetes.schema.toml\"\nstate_dir = \"s\"\n[policy]\nepsilon_total = -2.0\n",
+    )
+    .expect("write");
+    let file = run("dpagg-node", &["ledger", "--config", "negative.toml"], p);
+    assert_one_line_error(
+        &file,
+        &["error: negative.toml: `policy.epsilon_total` = -2: must be"],
+    );
+    let publish = run(
+        "dpagg-node",
+        &["publish", "--config", config, "--epsilon", "-1"],
+        p,
+    );
+    let stderr = String::from_utf8_lossy(&publish.stderr);
+    assert!(!publish.status.success(), "{stderr}");
+    assert!(!stderr.contains("unexpected argument"), "{stderr}");
+}
+
+/// Lowering a total below what the ledger has spent cannot un-spend it: `serve` and `publish`
+/// refuse to start, naming the setting, the total and the spend; `ledger` still shows it.
+#[test]
+fn a_total_below_the_spend_is_refused_and_shown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    let config = node_config(p, "org-b", 3.0, 2.0, false, 60);
+    let config = config.to_str().expect("utf8");
+    let first = run(
+        "dpagg-node",
+        &["publish", "--config", config, "--epsilon", "1"],
+        p,
+    );
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let needles = [
+        "`policy.epsilon_total` = 0.5",
+        "already spent (1)",
+        "at least 1",
+    ];
+    let publish = ["publish", "--config", config, "--epsilon-total", "0.5"];
+    let publish = [&publish[..], &["--epsilon", "0.1"]].concat();
+    assert_one_line_error(&run("dpagg-node", &publish, p), &needles);
+    let serve = [
+        "serve",
+        "--config",
+        config,
+        "--epsilon-total",
+        "0.5",
+        "--listen",
+        "127.0.0.1:0",
+    ];
+    // `serve` narrates at info level (loading the data) before it refuses.
+    let served = run_for_at_most(&serve, p, 60);
+    let stderr = String::from_utf8_lossy(&served.stderr);
+    assert!(!served.status.success(), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(stderr.trim_end().ends_with(errors[0]), "{stderr}");
+    for n in needles {
+        assert!(
+            errors[0].starts_with("error: ") && errors[0].contains(n),
+            "{stderr}"
+        );
+    }
+    let ledger = run(
+        "dpagg-node",
+        &["ledger", "--config", config, "--epsilon-total", "0.5"],
+        p,
+    );
+    let text = String::from_utf8_lossy(&ledger.stdout);
+    assert!(
+        ledger.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ledger.stderr)
+    );
+    assert!(text.contains("total 0.5 spent 1.000000"), "{text}");
+    assert!(
+        text.contains("BUDGET BELOW SPENT: `policy.epsilon_total` = 0.5"),
+        "{text}"
+    );
+    // Equal to the spend: the node loads, and admits no further release.
+    let stop = ["publish", "--config", config, "--epsilon-total", "1"];
+    let stop = [&stop[..], &["--epsilon", "0.1"]].concat();
+    assert_one_line_error(&run("dpagg-node", &stop, p), &["budget exhausted"]);
+}
+
+/// Runs `dpagg-node args`, killing it (and failing) if it is still running after `seconds`.
+fn run_for_at_most(args: &[&str], cwd: &std::path::Path, seconds: u64) -> std::process::Output {
+    let mut child = std::process::Command::new(dpagg_tests::binary("dpagg-node"))
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("DPAGG_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!(
+                "`dpagg-node {}` still running after {seconds} s",
+                args.join(" ")
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Colour codes only on a terminal: logs written to a pipe or a file are plain text.
+#[test]
+fn logs_are_plain_text_off_a_terminal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    let config = node_config(p, "org-l", 2.0, 2.0, false, 60);
+    let out = dpagg_tests::run_with_env(
+        "dpagg-node",
+        &[
+            "publish",
+            "--config",
+            config.to_str().expect("utf8"),
+            "--epsilon",
+            "1",
+        ],
+        p,
+        &[("DPAGG_LOG", "info")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("INFO") && stderr.contains("published"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "ANSI escape in {stderr:?}");
 }

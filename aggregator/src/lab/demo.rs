@@ -1,0 +1,286 @@
+//! `dpagg-aggregator demo`: the whole system on one machine in a few seconds.
+//!
+//! The bundled Diabetes data is split as in seed 001 §5.2: a class-stratified test set of 84 + 84
+//! rows, and the remaining 600 rows over K + 1 organisations. Organisations 1…K each get a real
+//! node (SQLite ledger, gRPC with health and reflection) on 127.0.0.1 with an ephemeral port, and
+//! each node's operator publishes one learner at the requested ε (charged to its ledger). The
+//! aggregator (organisation 0) then runs exactly what `dpagg-aggregator run` runs, over real gRPC.
+//! Everything but the report lives in a temporary folder removed at the end.
+
+use crate::run::config::{Acceptance, LearnerRequest, Network, RunConfig, TestSet};
+use crate::run::report::Report;
+use anyhow::{Context, Result, bail};
+use dpagg_node::config::{NodeConfig, Policy};
+use dpagg_node::node::Node;
+use dpagg_shared::data::bundled::Bundled;
+use dpagg_shared::privacy::guarantee::PrivacyGuarantee;
+use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};
+use dpagg_shared::privacy::noise::derived_rng;
+use rand::seq::SliceRandom;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Arguments of `demo`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Number of node organisations K (the aggregator is one more).
+    #[arg(long, default_value_t = 9)]
+    nodes: usize,
+    /// Mechanism every node publishes.
+    #[arg(long, default_value = "objective-perturbation")]
+    mechanism: String,
+    /// ε of every node's release.
+    #[arg(long, default_value_t = 1.0)]
+    epsilon: f64,
+    /// δ of every node's release (0: pure ε-DP).
+    #[arg(long, default_value_t = 0.0)]
+    delta: f64,
+    /// Regulariser λ of every learner: `auto` (a function of n, d, ε and the mechanism; the
+    /// local baseline then takes 0.01) or a number (also the local baseline's).
+    #[arg(long, default_value = "auto")]
+    lambda: Lambda,
+    /// Mechanism option name=value (repeat), e.g. --option steps=500 for dp-sgd.
+    #[arg(long = "option", value_parser = dpagg_shared::privacy::mechanism::kind::parse_option)]
+    option: Vec<(String, f64)>,
+    /// Let nodes publish, and the aggregator accept, releases whose guarantee is not proven
+    /// (gibbs-posterior-unproven).
+    #[arg(long)]
+    allow_unproven: bool,
+    /// Mirror-averaging temperature β.
+    #[arg(long, default_value_t = 3.0)]
+    beta: f64,
+    /// Seed of the data split and of the aggregator's own randomness (node noise is always
+    /// drawn from the secure RNG).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Folder for report.json and report.html.
+    #[arg(long, default_value = "results/demo")]
+    out: PathBuf,
+}
+
+/// Splits the bundled Diabetes CSV into a test file and K + 1 organisation files in `dir`.
+fn split_data(dir: &Path, orgs: usize, seed: u64) -> Result<(PathBuf, Vec<PathBuf>)> {
+    let bundled = Bundled::Diabetes;
+    let text = bundled.csv_text();
+    let mut lines = text.lines();
+    let header = lines.next().context("the bundled data has no header")?;
+    let rows: Vec<&str> = lines.filter(|l| !l.trim().is_empty()).collect();
+    let (data, _) = bundled.load();
+    if data.len() != rows.len() {
+        bail!("the bundled data's rows and lines disagree");
+    }
+    let split = bundled.paper_split();
+    let per_org = (rows.len() - split.test_size()) / orgs;
+    if per_org < 20 {
+        bail!(
+            "{orgs} organisations leave {per_org} rows each; use at most {} nodes",
+            (rows.len() - split.test_size()) / 20 - 1
+        );
+    }
+    let mut rng = derived_rng(seed, &[0xdea]);
+    let mut pos: Vec<usize> = (0..rows.len()).filter(|&i| data.label(i) > 0.0).collect();
+    let mut neg: Vec<usize> = (0..rows.len()).filter(|&i| data.label(i) < 0.0).collect();
+    pos.shuffle(&mut rng);
+    neg.shuffle(&mut rng);
+    let test: Vec<usize> = pos[..split.test_positive]
+        .iter()
+        .chain(&neg[..split.test_negative])
+        .copied()
+        .collect();
+    let mut train: Vec<usize> = pos[split.test_positive..]
+        .iter()
+        .chain(&neg[split.test_negative..])
+        .copied()
+        .collect();
+    train.shuffle(&mut rng);
+    let write = |name: &str, idx: &[usize]| -> Result<PathBuf> {
+        let path = dir.join(name);
+        let mut out = String::with_capacity(64 * (idx.len() + 1));
+        out.push_str(header);
+        out.push('\n');
+        for &i in idx {
+            out.push_str(rows[i]);
+            out.push('\n');
+        }
+        std::fs::write(&path, out).with_context(|| format!("{}: cannot write", path.display()))?;
+        Ok(path)
+    };
+    let test_file = write("test.csv", &test)?;
+    let files = train
+        .chunks_exact(per_org)
+        .take(orgs)
+        .enumerate()
+        .map(|(i, idx)| write(&format!("org-{i}.csv"), idx))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((test_file, files))
+}
+
+/// Loads a node, has its operator publish `spec`, and returns it.
+fn start_node(
+    dir: &Path,
+    id: &str,
+    data: PathBuf,
+    schema: &Path,
+    spec: &LearnerSpec,
+    allow_unproven: bool,
+) -> Result<Node> {
+    let config = NodeConfig {
+        organisation_id: id.to_owned(),
+        listen: ([127, 0, 0, 1], 0).into(),
+        data,
+        schema: schema.to_owned(),
+        state_dir: dir.join(format!("{id}-state")),
+        policy: Policy {
+            epsilon_total: 10.0,
+            delta_total: 1e-4,
+            max_epsilon_per_release: Some(2.0),
+            allow_remote_publish: false,
+            allow_unproven,
+        },
+    };
+    let node = Node::load(&config).with_context(|| format!("node {id}"))?;
+    node.publish(spec)
+        .with_context(|| format!("node {id} cannot publish"))?;
+    Ok(node)
+}
+
+/// `demo`: K nodes, one aggregator, one report.
+pub fn run(args: Args) -> Result<()> {
+    let started = Instant::now();
+    if args.nodes == 0 {
+        bail!("--nodes must be at least 1");
+    }
+    let work = tempfile::tempdir().context("cannot create a temporary folder")?;
+    let (test_file, files) = split_data(work.path(), args.nodes + 1, args.seed)?;
+    let schema = work.path().join("diabetes.schema.toml");
+    std::fs::write(&schema, Bundled::Diabetes.schema_text())
+        .with_context(|| format!("{}: cannot write", schema.display()))?;
+    let kind = MechanismKind::from_name(&args.mechanism).with_context(|| {
+        format!(
+            "unknown mechanism `{}` (available: {})",
+            args.mechanism,
+            MechanismKind::names()
+        )
+    })?;
+    let spec = LearnerSpec {
+        kind,
+        epsilon: args.epsilon,
+        delta: args.delta,
+        l2: args.lambda,
+        options: args.option.iter().cloned().collect(),
+    };
+    let accepted = requested_guarantee(&spec)?;
+    let nodes = files[1..]
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            start_node(
+                work.path(),
+                &format!("org-{}", i + 1),
+                f.clone(),
+                &schema,
+                &spec,
+                args.allow_unproven,
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    println!(
+        "{} nodes published {} at ε = {} (each charged to its own ledger)",
+        nodes.len(),
+        args.mechanism,
+        args.epsilon
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let config = aggregator_config(&args, &spec, &accepted, files[0].clone(), schema, test_file);
+    let report = runtime.block_on(serve_and_run(nodes, config))?;
+    print!("{}", report.table());
+    report.write(&args.out)?;
+    println!(
+        "wrote {} and {} in {:.1} s",
+        args.out.join("report.json").display(),
+        args.out.join("report.html").display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The guarantee of what the nodes are asked to publish, read under replace-one: exactly what
+/// the aggregator accepts.
+fn requested_guarantee(spec: &LearnerSpec) -> Result<PrivacyGuarantee> {
+    Ok(spec.build()?.guarantee().as_replace_one())
+}
+
+/// The aggregator's settings for the demo: its own `data`, the nodes' `schema`, the `test` file,
+/// and no nodes yet ([`serve_and_run`] adds them once they listen).
+fn aggregator_config(
+    args: &Args,
+    spec: &LearnerSpec,
+    accepted: &PrivacyGuarantee,
+    data: PathBuf,
+    schema: PathBuf,
+    test: PathBuf,
+) -> RunConfig {
+    RunConfig {
+        data,
+        schema,
+        nodes: Vec::new(),
+        out: args.out.clone(),
+        request: LearnerRequest::Spec {
+            spec: spec.clone(),
+            publish: false,
+        },
+        l2: args.lambda,
+        accept: Acceptance {
+            max_epsilon: accepted.epsilon,
+            max_delta: accepted.delta,
+            schema_must_match: true,
+            allow_seeded: false,
+            allow_unproven: args.allow_unproven,
+            min_learners: 1,
+        },
+        network: Network {
+            timeout: Duration::from_secs(10),
+            retries: 2,
+            backoff: Duration::from_millis(100),
+            concurrency: 32,
+        },
+        beta: args.beta,
+        seed: args.seed,
+        test: TestSet::File(test),
+    }
+}
+
+/// Serves every node on 127.0.0.1 with an ephemeral port, runs the aggregator (`config` with
+/// the nodes' URLs) against them, then shuts the nodes down.
+async fn serve_and_run(nodes: Vec<Node>, mut config: RunConfig) -> Result<Report> {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut urls = Vec::new();
+    let mut servers = Vec::new();
+    for node in nodes {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .context("cannot listen on 127.0.0.1")?;
+        urls.push(format!("http://{}", listener.local_addr()?));
+        let mut stopped = stopped.clone();
+        let shutdown = async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        };
+        servers.push(tokio::spawn(dpagg_node::transport::serve(
+            listener,
+            Arc::new(node),
+            shutdown,
+        )));
+    }
+    println!("serving on {}", urls.join(" "));
+    config.nodes = urls;
+    let report = crate::run::protocol::execute(&config).await;
+    let _ = stop.send(true);
+    for s in servers {
+        let _ = s.await;
+    }
+    report
+}

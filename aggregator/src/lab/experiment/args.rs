@@ -1,0 +1,104 @@
+//! The command line of `experiment`: its subcommands `paper` and `variants` and their flags.
+//!
+//! Only clap declarations live here. The settings a flag chooses (normalisation, point law) are
+//! defined with the setups they change, in [`super::setups`]; [`PaperArgs::setup`] turns the flags
+//! of `experiment paper` into a [`Setup`].
+
+use super::setups::{Normalisation, Points, Setup};
+use std::path::PathBuf;
+
+/// Trials of `experiment paper` unless `--trials` is given (EXPERIMENTS.md states its run time).
+const DEFAULT_TRIALS: usize = 100;
+
+/// Arguments of `experiment`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub(super) command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub(super) enum Command {
+    /// Reproduce seed 001 §5: Fig. 3–5, Table 2, every mechanism and every aggregator.
+    Paper(PaperArgs),
+    /// Run the paper's protocol with one setting changed at a time (see EXPERIMENTS.md).
+    Variants(VariantsArgs),
+    /// Accuracy of each individual private learner per mechanism and ε, at one organisation's
+    /// size and on all training rows; writes the splits for tests/peers/.
+    Learners(LearnersArgs),
+}
+
+/// Arguments of `experiment paper`.
+#[derive(Debug, clap::Args)]
+pub(super) struct PaperArgs {
+    /// Output folder (created if missing).
+    #[arg(long)]
+    pub(super) out: PathBuf,
+    /// Trials (fresh partitions, visiting orders and noise) per setup.
+    #[arg(long, default_value_t = DEFAULT_TRIALS)]
+    trials: usize,
+    /// Master seed (simulation only: seeded noise gives no privacy).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Regulariser λ in (λ/2)‖θ‖² of every learner (seed 001 §5.1: 0.01).
+    #[arg(long, default_value_t = 0.01)]
+    lambda: f64,
+    /// λ of the non-private learners only (local-only, non-private exchange, centralised)
+    /// [default: --lambda].
+    #[arg(long)]
+    local_lambda: Option<f64>,
+    /// How the real data is mapped into the unit ball.
+    #[arg(long, value_enum, default_value_t = Normalisation::Schema)]
+    normalisation: Normalisation,
+    /// Law of the synthetic points.
+    #[arg(long, value_enum, default_value_t = Points::Sphere)]
+    synthetic_points: Points,
+    /// Skip the mechanism figure (Fig. 6).
+    #[arg(long)]
+    pub(super) skip_mechanisms: bool,
+}
+
+impl PaperArgs {
+    /// The setup these flags choose.
+    pub(super) fn setup(&self) -> Setup {
+        Setup {
+            trials: self.trials,
+            seed: self.seed,
+            lambda: self.lambda,
+            local_lambda: self.local_lambda,
+            normalisation: self.normalisation,
+            points: self.synthetic_points,
+        }
+    }
+}
+
+/// Arguments of `experiment variants`.
+#[derive(Debug, clap::Args)]
+pub(super) struct VariantsArgs {
+    /// Output folder (created if missing).
+    #[arg(long)]
+    pub(super) out: PathBuf,
+    /// Trials per variant.
+    #[arg(long, default_value_t = 50)]
+    pub(super) trials: usize,
+    /// Master seed.
+    #[arg(long, default_value_t = 1)]
+    pub(super) seed: u64,
+}
+
+/// Arguments of `experiment learners`.
+#[derive(Debug, clap::Args)]
+pub(super) struct LearnersArgs {
+    /// Output folder (created if missing).
+    #[arg(long)]
+    pub(super) out: PathBuf,
+    /// Trials (fresh test set, organisation subset and noise) per dataset.
+    #[arg(long, default_value_t = DEFAULT_TRIALS)]
+    pub(super) trials: usize,
+    /// Master seed (simulation only: seeded noise gives no privacy).
+    #[arg(long, default_value_t = 1)]
+    pub(super) seed: u64,
+    /// Comma-separated privacy levels.
+    #[arg(long, value_delimiter = ',', default_value = "0.5,1,2,5")]
+    pub(super) epsilons: Vec<f64>,
+}

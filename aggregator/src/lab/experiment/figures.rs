@@ -1,0 +1,614 @@
+//! From simulation runs to the reproduction's tables (CSV text) and figures.
+//!
+//! Everything here is a pure function of the per-(ε, trial, organisation) runs that
+//! [`dpagg_shared::simulation::run`] returns. Numbers are written with a fixed number of decimals,
+//! so the same runs always give the same bytes.
+
+use super::plot::{Figure, Line, Mark, PALETTE, Panel, Series, Shape};
+use dpagg_shared::simulation::{OrgRun, improved_per_trial};
+use dpagg_shared::util::stats::Summary;
+
+/// The paper's numbers (seed 001 §5).
+pub mod paper {
+    /// §5.1: logistic regression on all 5,000 synthetic points.
+    pub const SYNTHETIC_CENTRALISED: f64 = 0.999;
+    /// §5.1: mean accuracy of the local-only learners (Fig. 3, dash-dot line).
+    pub const SYNTHETIC_LOCAL: f64 = 0.559;
+    /// §5.1: mean accuracy of the aggregate of non-private learners (Fig. 3, dashed line).
+    pub const SYNTHETIC_NONPRIVATE: f64 = 0.973;
+    /// Table 2: ε and the number of the 100 nodes whose aggregate beats their local learner.
+    pub const TABLE2: [(f64, f64); 10] = [
+        (0.1, 88.0),
+        (0.3, 88.0),
+        (0.5, 92.0),
+        (0.7, 97.0),
+        (0.9, 97.0),
+        (1.1, 97.0),
+        (1.3, 97.0),
+        (1.5, 99.0),
+        (1.7, 99.0),
+        (1.9, 100.0),
+    ];
+}
+
+/// Mean ± sd of one quantity at one ε, plus per-trial extremes for counts.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    /// ε.
+    pub epsilon: f64,
+    /// Mirror average of the others' private learners.
+    pub aggregate: Summary,
+    /// Individual private learners.
+    pub private_learner: Summary,
+    /// Local-only learner.
+    pub local: Summary,
+    /// Mirror average of the others' non-private learners.
+    pub nonprivate: Summary,
+    /// Centralised learner (one value per trial).
+    pub centralised: Summary,
+    /// Mirror average including the own local learner.
+    pub with_own: Summary,
+    /// Uniform average of the others' private learners.
+    pub uniform: Summary,
+    /// Best single private learner on own data.
+    pub best_single: Summary,
+    /// Organisations per trial whose aggregate beats their local learner.
+    pub improved: Summary,
+    /// Fewest improved organisations in a trial.
+    pub improved_min: f64,
+    /// Most improved organisations in a trial.
+    pub improved_max: f64,
+}
+
+/// Summarises runs per ε (in the order the ε first appear).
+pub fn rows(runs: &[OrgRun]) -> Vec<Row> {
+    let mut epsilons: Vec<f64> = Vec::new();
+    for r in runs {
+        if !epsilons.contains(&r.epsilon) {
+            epsilons.push(r.epsilon);
+        }
+    }
+    epsilons
+        .into_iter()
+        .map(|eps| {
+            let rs: Vec<&OrgRun> = runs.iter().filter(|r| r.epsilon == eps).collect();
+            let col =
+                |f: fn(&OrgRun) -> f64| Summary::of(&rs.iter().map(|r| f(r)).collect::<Vec<_>>());
+            let mut trials: Vec<usize> = rs.iter().map(|r| r.trial).collect();
+            trials.sort_unstable();
+            trials.dedup();
+            let improved = improved_per_trial(&rs);
+            let centralised: Vec<f64> = trials
+                .iter()
+                .filter_map(|&t| rs.iter().find(|r| r.trial == t))
+                .map(|r| r.centralised_accuracy)
+                .collect();
+            Row {
+                epsilon: eps,
+                aggregate: col(|r| r.aggregate_accuracy),
+                private_learner: col(|r| r.private_learner_accuracy),
+                local: col(|r| r.local_accuracy),
+                nonprivate: col(|r| r.nonprivate_aggregate_accuracy),
+                centralised: Summary::of(&centralised),
+                with_own: col(|r| r.with_own_accuracy),
+                uniform: col(|r| r.uniform_average_accuracy),
+                best_single: col(|r| r.best_single_accuracy),
+                improved: Summary::of(&improved),
+                improved_min: improved.iter().copied().fold(f64::INFINITY, f64::min),
+                improved_max: improved.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            }
+        })
+        .collect()
+}
+
+/// Fixed-precision number (4 decimals), the one format of every CSV.
+pub fn num(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// ε as written in tables: at most 4 decimals, no trailing zeros.
+pub fn eps(v: f64) -> String {
+    let s = format!("{v:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_owned()
+}
+
+/// δ as written in tables: `0`, or 4 significant digits in scientific notation.
+pub fn delta(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
+/// Builds CSV text from a header and rows of already formatted cells.
+pub fn csv_text(header: &[&str], lines: &[Vec<String>]) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(header)?;
+    for l in lines {
+        w.write_record(l)?;
+    }
+    w.into_inner().map_err(|e| csv::Error::from(e.into_error()))
+}
+
+/// The columns of `fig3_synthetic.csv`, `fig4_breast_cancer.csv` and `fig5_diabetes.csv`.
+pub const SWEEP_HEADER: [&str; 23] = [
+    "epsilon",
+    "aggregate_mean",
+    "aggregate_sd",
+    "private_learner_mean",
+    "private_learner_sd",
+    "local_mean",
+    "local_sd",
+    "nonprivate_aggregate_mean",
+    "nonprivate_aggregate_sd",
+    "centralised_mean",
+    "centralised_sd",
+    "with_own_mean",
+    "with_own_sd",
+    "uniform_average_mean",
+    "uniform_average_sd",
+    "best_single_mean",
+    "best_single_sd",
+    "improved_mean",
+    "improved_sd",
+    "improved_min",
+    "improved_max",
+    "orgs",
+    "trials",
+];
+
+/// One line of a sweep CSV.
+pub fn sweep_line(r: &Row, orgs: usize, trials: usize) -> Vec<String> {
+    let ms = |s: &Summary| [num(s.mean), num(s.sd)];
+    let mut v = vec![eps(r.epsilon)];
+    for s in [
+        &r.aggregate,
+        &r.private_learner,
+        &r.local,
+        &r.nonprivate,
+        &r.centralised,
+        &r.with_own,
+        &r.uniform,
+        &r.best_single,
+        &r.improved,
+    ] {
+        v.extend(ms(s));
+    }
+    v.push(num(r.improved_min));
+    v.push(num(r.improved_max));
+    v.push(orgs.to_string());
+    v.push(trials.to_string());
+    v
+}
+
+/// Mean over all (ε, trial, organisation) of a quantity that does not depend on ε.
+pub fn overall(rows: &[Row], f: fn(&Row) -> Summary) -> f64 {
+    Summary::of(&rows.iter().map(|r| f(r).mean).collect::<Vec<_>>()).mean
+}
+
+fn level(name: String, y: f64, pattern: Line, colour: (u8, u8, u8)) -> Series {
+    Series {
+        name,
+        points: vec![(0.0, y, 0.0)],
+        mark: Mark::Level(pattern),
+        colour,
+    }
+}
+
+/// A reference line at the mean over ε of `f`, its value in the legend.
+fn overall_level(
+    name: &str,
+    rows: &[Row],
+    f: fn(&Row) -> Summary,
+    pattern: Line,
+    colour: (u8, u8, u8),
+) -> Series {
+    let y = overall(rows, f);
+    level(format!("{name} ({y:.3})"), y, pattern, colour)
+}
+
+fn points(
+    name: &str,
+    rows: &[Row],
+    f: fn(&Row) -> Summary,
+    shape: Shape,
+    colour: (u8, u8, u8),
+) -> Series {
+    Series {
+        name: name.to_owned(),
+        points: rows
+            .iter()
+            .map(|r| (r.epsilon, f(r).mean, f(r).sd))
+            .collect(),
+        mark: Mark::Points(shape),
+        colour,
+    }
+}
+
+fn x_range(rows: &[Row]) -> (f64, f64) {
+    let lo = rows.iter().map(|r| r.epsilon).fold(f64::INFINITY, f64::min);
+    let hi = rows
+        .iter()
+        .map(|r| r.epsilon)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let pad = ((hi - lo) * 0.05).max(0.05);
+    ((lo - pad).max(0.0), hi + pad)
+}
+
+/// The paper's figure for one dataset (Fig. 3, 4 or 5): aggregate and private learners with ±sd,
+/// local-only, non-private exchange and centralised as lines; paper reference lines if known.
+pub fn sweep_panel(
+    title: &str,
+    rows: &[Row],
+    paper_levels: &[(&str, f64)],
+    trials: usize,
+) -> Panel {
+    let mut series = vec![
+        points(
+            "private aggregate (mirror averaging)",
+            rows,
+            |r| r.aggregate,
+            Shape::Circle,
+            PALETTE[0],
+        ),
+        points(
+            "individual private learners",
+            rows,
+            |r| r.private_learner,
+            Shape::Square,
+            PALETTE[1],
+        ),
+        overall_level("local only", rows, |r| r.local, Line::DashDot, PALETTE[2]),
+        overall_level(
+            "non-private exchange",
+            rows,
+            |r| r.nonprivate,
+            Line::Dashed,
+            PALETTE[3],
+        ),
+        overall_level(
+            "centralised, all data",
+            rows,
+            |r| r.centralised,
+            Line::Dotted,
+            PALETTE[6],
+        ),
+    ];
+    for (name, y) in paper_levels {
+        series.push(level(
+            format!("paper: {name} ({y:.3})"),
+            *y,
+            Line::Dotted,
+            PALETTE[7],
+        ));
+    }
+    Panel {
+        title: format!("{title} ({trials} trials; mean ± sd over trials × organisations)"),
+        x_label: "privacy parameter ε".into(),
+        y_label: "test accuracy".into(),
+        x_range: x_range(rows),
+        y_range: (0.0, 1.05),
+        series,
+        dodge: 0.004,
+    }
+}
+
+/// Mirror averaging against the other aggregators on the same private learners.
+pub fn aggregator_panel(title: &str, rows: &[Row]) -> Panel {
+    Panel {
+        title: title.to_owned(),
+        x_label: "privacy parameter ε".into(),
+        y_label: "test accuracy".into(),
+        x_range: x_range(rows),
+        y_range: (0.0, 1.05),
+        series: vec![
+            points(
+                "mirror averaging",
+                rows,
+                |r| r.aggregate,
+                Shape::Circle,
+                PALETTE[0],
+            ),
+            points(
+                "mirror averaging + own learner",
+                rows,
+                |r| r.with_own,
+                Shape::Ring,
+                PALETTE[4],
+            ),
+            points(
+                "uniform average",
+                rows,
+                |r| r.uniform,
+                Shape::Square,
+                PALETTE[1],
+            ),
+            points(
+                "best single learner",
+                rows,
+                |r| r.best_single,
+                Shape::Triangle,
+                PALETTE[5],
+            ),
+            overall_level("local only", rows, |r| r.local, Line::DashDot, PALETTE[2]),
+        ],
+        dodge: 0.005,
+    }
+}
+
+/// `fig7_aggregators.csv` lines for one dataset.
+pub fn aggregator_lines(dataset: &str, rows: &[Row]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for r in rows {
+        for (name, s) in [
+            ("mirror-averaging", r.aggregate),
+            ("mirror-averaging-with-own", r.with_own),
+            ("uniform-average", r.uniform),
+            ("best-single", r.best_single),
+            ("local-only", r.local),
+        ] {
+            out.push(vec![
+                dataset.to_owned(),
+                eps(r.epsilon),
+                name.to_owned(),
+                num(s.mean),
+                num(s.sd),
+            ]);
+        }
+    }
+    out
+}
+
+/// Outcome of one mechanism at one ε on one dataset (the mechanism figure).
+#[derive(Debug, Clone)]
+pub struct MechanismPoint {
+    /// Dataset name.
+    pub dataset: String,
+    /// Label of the mechanism configuration.
+    pub label: String,
+    /// Index into the palette/shape tables.
+    pub style: usize,
+    /// Neighbour relation of the stated guarantee.
+    pub neighbours: &'static str,
+    /// ε under the figure's x-axis (replace-one unless the label says otherwise).
+    pub epsilon: f64,
+    /// δ of the figure's comparison.
+    pub delta: f64,
+    /// ε and δ the mechanism was run with.
+    pub run_epsilon: f64,
+    /// δ the mechanism was run with.
+    pub run_delta: f64,
+    /// The summary row, or why the mechanism refused.
+    pub outcome: Result<Row, String>,
+}
+
+/// `fig6_mechanisms.csv` header.
+pub const MECHANISM_HEADER: [&str; 14] = [
+    "dataset",
+    "mechanism",
+    "neighbours",
+    "epsilon",
+    "delta",
+    "run_epsilon",
+    "run_delta",
+    "status",
+    "aggregate_mean",
+    "aggregate_sd",
+    "private_learner_mean",
+    "private_learner_sd",
+    "local_mean",
+    "improved_mean",
+];
+
+/// One `fig6_mechanisms.csv` line.
+pub fn mechanism_line(p: &MechanismPoint) -> Vec<String> {
+    let mut v = vec![
+        p.dataset.clone(),
+        p.label.clone(),
+        p.neighbours.to_owned(),
+        eps(p.epsilon),
+        delta(p.delta),
+        eps(p.run_epsilon),
+        delta(p.run_delta),
+    ];
+    match &p.outcome {
+        Ok(r) => {
+            v.push("ok".into());
+            for s in [
+                r.aggregate.mean,
+                r.aggregate.sd,
+                r.private_learner.mean,
+                r.private_learner.sd,
+                r.local.mean,
+                r.improved.mean,
+            ] {
+                v.push(num(s));
+            }
+        }
+        Err(why) => {
+            v.push(format!("refused: {why}"));
+            v.extend(std::iter::repeat_n(String::new(), 6));
+        }
+    }
+    v
+}
+
+const MECHANISM_SHAPES: [Shape; 4] = [Shape::Circle, Shape::Square, Shape::Triangle, Shape::Ring];
+
+/// Every mechanism's private aggregate at equal ε on one dataset.
+pub fn mechanism_panel(title: &str, points: &[MechanismPoint], local: f64) -> Panel {
+    let mut labels: Vec<(String, usize)> = Vec::new();
+    for p in points {
+        if !labels.iter().any(|(l, _)| *l == p.label) {
+            labels.push((p.label.clone(), p.style));
+        }
+    }
+    let mut series: Vec<Series> = labels
+        .iter()
+        .map(|(label, style)| {
+            let pts: Vec<(f64, f64, f64)> = points
+                .iter()
+                .filter(|p| p.label == *label)
+                .filter_map(|p| {
+                    p.outcome
+                        .as_ref()
+                        .ok()
+                        .map(|r| (p.epsilon, r.aggregate.mean, r.aggregate.sd))
+                })
+                .collect();
+            let refused = points
+                .iter()
+                .filter(|p| p.label == *label && p.outcome.is_err())
+                .count();
+            let name = if pts.is_empty() {
+                format!("{label}: refused at every ε")
+            } else if refused > 0 {
+                format!("{label} (refused at {refused} ε)")
+            } else {
+                label.clone()
+            };
+            Series {
+                name,
+                points: pts,
+                mark: Mark::Points(MECHANISM_SHAPES[style % MECHANISM_SHAPES.len()]),
+                colour: PALETTE[style % PALETTE.len()],
+            }
+        })
+        .collect();
+    series.push(level(
+        format!("local only ({local:.3})"),
+        local,
+        Line::DashDot,
+        PALETTE[7],
+    ));
+    let xs: Vec<f64> = points.iter().map(|p| p.epsilon).collect();
+    let hi = xs.iter().copied().fold(0.0, f64::max);
+    Panel {
+        title: title.to_owned(),
+        x_label: "privacy parameter ε (replace-one, δ = 1e-5 where used)".into(),
+        y_label: "private aggregate test accuracy".into(),
+        x_range: (0.0, hi * 1.08),
+        y_range: (0.0, 1.05),
+        series,
+        dodge: 0.008,
+    }
+}
+
+/// `experiment learners`: every learner's test accuracy (mean ± sd over trials) against ε on one
+/// dataset and training size; the non-private learner as a reference line.
+pub fn learners_panel(data: &str, size: &str, cells: &[super::learners::Cell]) -> Panel {
+    use super::learners::LEARNERS;
+    let here: Vec<&super::learners::Cell> = cells
+        .iter()
+        .filter(|c| c.data == data && c.size == size && c.trials > 0)
+        .collect();
+    let n = here.first().map_or(0, |c| c.n);
+    let mut series = Vec::new();
+    for (k, l) in LEARNERS.iter().enumerate() {
+        let pts: Vec<(f64, f64, f64)> = here
+            .iter()
+            .filter(|c| c.learner == k)
+            .map(|c| (c.epsilon, c.accuracy.mean, c.accuracy.sd))
+            .collect();
+        if k + 1 == LEARNERS.len() {
+            let y = pts.first().map_or(f64::NAN, |p| p.1);
+            series.push(level(
+                format!("{} ({y:.3})", l.label),
+                y,
+                Line::Dashed,
+                PALETTE[7],
+            ));
+        } else {
+            series.push(Series {
+                name: l.label.to_owned(),
+                points: pts,
+                mark: Mark::Points(MECHANISM_SHAPES[k % MECHANISM_SHAPES.len()]),
+                colour: PALETTE[k % PALETTE.len()],
+            });
+        }
+    }
+    let hi = here.iter().map(|c| c.epsilon).fold(0.0, f64::max);
+    Panel {
+        title: format!("{data}, {size} ({n} training rows)"),
+        x_label: "privacy parameter ε (replace-one; DP-SGD add/remove-one)".into(),
+        y_label: "test accuracy of one private learner".into(),
+        x_range: (0.0, hi * 1.08),
+        y_range: (0.3, 1.02),
+        series,
+        dodge: 0.006,
+    }
+}
+
+/// Puts panels side by side.
+pub fn figure(name: &str, panels: Vec<Panel>, panel_width: u32) -> Figure {
+    Figure {
+        name: name.to_owned(),
+        panels,
+        panel_width,
+        height: 620,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(eps: f64, trial: usize, org: usize, agg: f64, local: f64) -> OrgRun {
+        OrgRun {
+            epsilon: eps,
+            delta: 0.0,
+            trial,
+            org,
+            local_accuracy: local,
+            private_learner_accuracy: 0.5,
+            aggregate_accuracy: agg,
+            with_own_accuracy: 0.6,
+            uniform_average_accuracy: 0.55,
+            best_single_accuracy: 0.58,
+            nonprivate_aggregate_accuracy: 0.9,
+            centralised_accuracy: 0.95 + trial as f64 * 0.01,
+        }
+    }
+
+    #[test]
+    fn rows_count_improved_organisations_per_trial() {
+        let runs = vec![
+            run(0.5, 0, 0, 0.8, 0.7),
+            run(0.5, 0, 1, 0.6, 0.7),
+            run(0.5, 1, 0, 0.8, 0.7),
+            run(0.5, 1, 1, 0.8, 0.7),
+            run(1.0, 0, 0, 0.7, 0.7),
+            run(1.0, 0, 1, 0.7, 0.7),
+            run(1.0, 1, 0, 0.7, 0.7),
+            run(1.0, 1, 1, 0.7, 0.7),
+        ];
+        let rs = rows(&runs);
+        assert_eq!(rs.len(), 2);
+        assert_eq!(rs[0].epsilon, 0.5);
+        assert_eq!(rs[0].improved.mean, 1.5);
+        assert_eq!((rs[0].improved_min, rs[0].improved_max), (1.0, 2.0));
+        // Ties do not count as improvements.
+        assert_eq!(rs[1].improved.mean, 0.0);
+        assert!((rs[0].centralised.mean - 0.955).abs() < 1e-12);
+        assert!((rs[0].aggregate.mean - 0.75).abs() < 1e-12);
+    }
+
+    #[test]
+    fn numbers_have_a_fixed_format() {
+        assert_eq!(num(0.5), "0.5000");
+        assert_eq!(num(1.0 / 3.0), "0.3333");
+        assert_eq!(eps(0.1), "0.1");
+        assert_eq!(eps(2.0), "2");
+        assert_eq!(eps(0.30000000000000004), "0.3");
+        assert_eq!(delta(0.0), "0");
+        assert_eq!(delta(1e-5), "1.000e-5");
+        let csv = csv_text(&["a", "b"], &[vec!["1".into(), "x, y".into()]]).expect("csv");
+        assert_eq!(String::from_utf8(csv).expect("utf8"), "a,b\n1,\"x, y\"\n");
+    }
+}

@@ -1,0 +1,53 @@
+//! What every experiment shares: one progress bar over all its simulations, running a
+//! [`SimulationConfig`] under that bar, and writing outputs atomically into the output folder.
+
+use super::plot::Figure;
+use anyhow::{Context, Result};
+use dpagg_shared::simulation::{OrgRun, SimulationConfig, run};
+use dpagg_shared::util::files::atomic_write;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::Path;
+
+/// Runs the simulation with the progress bar, adding its work to the bar's length. The error is
+/// the simulation's message on one line (Fig. 6 records it as the mechanism's refusal).
+pub(super) fn simulate(
+    config: &SimulationConfig,
+    bar: &ProgressBar,
+) -> Result<Vec<OrgRun>, String> {
+    bar.inc_length((config.epsilons.len() * config.trials) as u64);
+    run(config, &|| bar.inc(1))
+        .map(|(_, runs)| runs)
+        .map_err(|e| format!("{e:#}").replace('\n', " "))
+}
+
+/// The one progress bar of an experiment, empty until [`simulate`] adds work to it.
+pub(super) fn progress_bar() -> Result<ProgressBar> {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{prefix:.bold} {msg:<44} [{bar:30}] {pos}/{len} (ε, trial) {elapsed_precise}",
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .progress_chars("=> "),
+    );
+    bar.set_prefix("experiment");
+    Ok(bar)
+}
+
+/// Creates the output folder `out` (and its parents) if missing.
+pub(super) fn create_out(out: &Path) -> Result<()> {
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("cannot create output folder {}", out.display()))
+}
+
+/// Writes `bytes` to `dir/name` atomically.
+pub(super) fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
+    let path = dir.join(name);
+    atomic_write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Writes `fig` as `dir/stem.svg` and `dir/stem.png`.
+pub(super) fn write_figure(dir: &Path, stem: &str, fig: &Figure) -> Result<()> {
+    write(dir, &format!("{stem}.svg"), fig.svg()?.as_bytes())?;
+    write(dir, &format!("{stem}.png"), &fig.png()?)
+}

@@ -1,0 +1,49 @@
+//! The research lab: everything `dpagg-aggregator` does besides aggregating real nodes.
+//!
+//! - [`simulate`]: the in-process simulation of seed 001 §5 (`dpagg_shared::simulation`).
+//! - [`experiment`]: `experiment paper` (the reproduction of seed 001 §5) and `experiment variants`.
+//! - [`demo`]: K real nodes on loopback and one `run` against them.
+//! - [`privacy`]: calculators (the Gibbs β bound, DP-SGD's ε and σ calibration).
+//! - [`bench`] and [`bench_fetch`]: timings against in-run baselines and targets.
+//!
+//! A new experiment goes under [`experiment`]; a new calculator into [`privacy`].
+
+pub mod bench;
+pub mod bench_fetch;
+pub mod demo;
+pub mod experiment;
+pub mod privacy;
+pub mod simulate;
+
+use anyhow::Result;
+
+/// The subcommands of the lab.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Start K nodes on loopback, publish at ε, run the aggregator against them, print the report.
+    Demo(demo::Args),
+    /// Simulate K organisations exchanging private learners (seed 001 §5).
+    Simulate(simulate::Args),
+    /// Reproduce seed 001 §5 (`paper`) and investigate the differences (`variants`).
+    Experiment(experiment::Args),
+    /// Measure solver, mirror-averaging and simulation speed against baselines and targets.
+    Bench(bench::Args),
+    /// Privacy calculators: Gibbs β bound, DP-SGD ε, σ calibration.
+    Privacy(privacy::Args),
+    /// Time collecting learners from many `dpagg-node` processes on loopback.
+    BenchFetch(bench_fetch::Args),
+}
+
+impl Command {
+    /// Runs the subcommand.
+    pub fn run(self) -> Result<()> {
+        match self {
+            Self::Demo(args) => demo::run(args),
+            Self::Simulate(args) => simulate::run(args),
+            Self::Experiment(args) => experiment::run_command(args),
+            Self::Bench(args) => bench::run(args),
+            Self::BenchFetch(args) => bench_fetch::run(args),
+            Self::Privacy(args) => privacy::run(args),
+        }
+    }
+}

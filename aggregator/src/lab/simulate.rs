@@ -1,0 +1,256 @@
+//! `dpagg-aggregator simulate`: command-line front end of [`dpagg_shared::simulation`].
+
+use anyhow::{Context, Result, bail};
+use dpagg_shared::data::bundled::Bundled;
+use dpagg_shared::data::csv::load_csv;
+use dpagg_shared::data::normalise::MapMode;
+use dpagg_shared::data::schema::Schema;
+use dpagg_shared::data::synthetic::SyntheticSpec;
+use dpagg_shared::privacy::mechanism::{Lambda, MechanismKind};
+use dpagg_shared::simulation::{
+    DataSource, SimulationConfig, SimulationSummary, TestSplit, run as run_simulation, runs_csv,
+};
+use dpagg_shared::util::files::atomic_write;
+use dpagg_shared::util::stats::Summary;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
+
+/// Arguments of `simulate`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// `synthetic`, `breast-cancer`, `diabetes` (bundled) or a path to a CSV file (needs --schema).
+    #[arg(long)]
+    dataset: String,
+    /// Public schema (TOML) for a CSV dataset.
+    #[arg(long)]
+    schema: Option<PathBuf>,
+    /// Number of organisations [default: 100 for synthetic, 10 otherwise (seed 001 §5)].
+    #[arg(long)]
+    orgs: Option<usize>,
+    /// Private learner.
+    #[arg(long, default_value = "objective-perturbation", value_parser = parse_mechanism)]
+    mechanism: MechanismKind,
+    /// δ; 0 selects the pure ε-DP variant (objective perturbation: CMS 2011 Theorem 9).
+    #[arg(long, default_value_t = 0.0)]
+    delta: f64,
+    /// Comma-separated privacy levels [default: 0.1,0.3,…,1.9 for synthetic (Fig. 3), 0.3,0.5,1,1.5,2,2.5,3 otherwise].
+    #[arg(long, value_delimiter = ',')]
+    epsilon: Vec<f64>,
+    /// L2 regulariser λ: `auto` (a function of n, d, ε and the mechanism; the non-private
+    /// learners take 0.01) or a number for every learner (seed 001 §5.1 uses 0.01).
+    #[arg(long, default_value = "auto")]
+    lambda: Lambda,
+    /// Mirror-averaging temperature β (seed 001 §5 uses 3; eq. 19 needs β ≥ e).
+    #[arg(long, default_value_t = 3.0)]
+    beta: f64,
+    /// Trials with fresh partitions and noise.
+    #[arg(long, default_value_t = 20)]
+    trials: usize,
+    /// Master seed (simulation only: seeded noise gives no privacy).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Test fraction for a CSV dataset (stratified).
+    #[arg(long, default_value_t = 0.2)]
+    test_fraction: f64,
+    /// Mechanism option name=value (repeat), e.g. --option steps=500 for dp-sgd.
+    #[arg(long = "option", value_parser = dpagg_shared::privacy::mechanism::kind::parse_option)]
+    option: Vec<(String, f64)>,
+    /// Output folder for summary.json and runs.csv [default: results/<dataset>].
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+fn parse_mechanism(s: &str) -> Result<MechanismKind, String> {
+    MechanismKind::from_name(s).ok_or_else(|| {
+        format!(
+            "unknown mechanism `{s}` (available: {})",
+            MechanismKind::names()
+        )
+    })
+}
+
+/// The data to simulate on.
+struct Source {
+    /// Display name.
+    name: String,
+    /// The rows.
+    data: DataSource,
+    /// The default number of organisations.
+    orgs: usize,
+    /// The schema's name and map (`None` for synthetic data, which no schema maps).
+    map: Option<(String, MapMode)>,
+}
+
+/// Resolves the data source from the arguments.
+fn source(args: &Args) -> Result<Source> {
+    if args.dataset == "synthetic" {
+        if args.schema.is_some() {
+            bail!("--schema applies to CSV datasets, not to synthetic data");
+        }
+        return Ok(Source {
+            name: "synthetic".into(),
+            data: DataSource::Synthetic(SyntheticSpec::default()),
+            orgs: 100,
+            map: None,
+        });
+    }
+    if let Some(b) = Bundled::from_name(&args.dataset) {
+        if args.schema.is_some() {
+            bail!(
+                "--schema applies to CSV datasets; {} has its own bundled schema",
+                b.name()
+            );
+        }
+        let (data, _report) = b.load();
+        let split = b.paper_split();
+        let test = TestSplit::Counts {
+            positive: split.test_positive,
+            negative: split.test_negative,
+        };
+        return Ok(Source {
+            name: b.name().into(),
+            data: DataSource::Fixed { data, test },
+            orgs: split.orgs,
+            map: Some((b.name().to_owned(), b.schema().mode())),
+        });
+    }
+    let path = PathBuf::from(&args.dataset);
+    let Some(schema_path) = &args.schema else {
+        bail!(
+            "--dataset {}: not a bundled dataset (synthetic, breast-cancer, diabetes), so a CSV file that needs --schema FILE",
+            args.dataset
+        );
+    };
+    let schema = Schema::load(schema_path)?;
+    let (data, report) = load_csv(&path, &schema)?;
+    if report.total_clipped() > 0 {
+        tracing::warn!(
+            clipped = report.total_clipped(),
+            "values outside the schema bounds were clipped (see the per-feature counts above)"
+        );
+    }
+    let name = path.file_stem().map_or_else(
+        || args.dataset.clone(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    Ok(Source {
+        name,
+        data: DataSource::Fixed {
+            data,
+            test: TestSplit::Fraction(args.test_fraction),
+        },
+        orgs: 10,
+        map: Some((schema.name.clone(), schema.mode())),
+    })
+}
+
+/// Runs `simulate`.
+pub fn run(args: Args) -> Result<()> {
+    let Source {
+        name,
+        data: source,
+        orgs: default_orgs,
+        map,
+    } = source(&args)?;
+    let lambda = match map {
+        Some((schema, MapMode::Paper)) => args.lambda.for_paper_map(&schema),
+        _ => args.lambda,
+    };
+    let epsilons = if !args.epsilon.is_empty() {
+        args.epsilon.clone()
+    } else if name == "synthetic" {
+        (0..10)
+            .map(|i| 0.1 + 0.2 * i as f64)
+            .map(|e| (e * 10.0).round() / 10.0)
+            .collect()
+    } else {
+        vec![0.3, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
+    };
+    let config = SimulationConfig {
+        dataset: name.clone(),
+        source,
+        orgs: args.orgs.unwrap_or(default_orgs),
+        mechanism: args.mechanism,
+        epsilons,
+        delta: args.delta,
+        lambda,
+        local_lambda: None,
+        beta: args.beta,
+        trials: args.trials,
+        seed: args.seed,
+        options: args.option.iter().cloned().collect(),
+    };
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(&name));
+    std::fs::create_dir_all(&out)
+        .with_context(|| format!("cannot create output folder {}", out.display()))?;
+    let bar = ProgressBar::new((config.epsilons.len() * config.trials) as u64);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{prefix} [{bar:30}] {pos}/{len} (ε, trial) {elapsed_precise} eta {eta}",
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .progress_chars("=> "),
+    );
+    bar.set_prefix(format!("simulate {name}"));
+    let (summary, runs) = run_simulation(&config, &|| bar.inc(1))?;
+    bar.finish_and_clear();
+    print_table(&summary);
+    let json = serde_json::to_vec_pretty(&summary).context("cannot serialise the summary")?;
+    let summary_path = out.join("summary.json");
+    atomic_write(&summary_path, &json)
+        .with_context(|| format!("cannot write {}", summary_path.display()))?;
+    let runs_path = out.join("runs.csv");
+    let csv = runs_csv(&runs).context("cannot serialise runs")?;
+    atomic_write(&runs_path, &csv)
+        .with_context(|| format!("cannot write {}", runs_path.display()))?;
+    println!(
+        "\nwrote {} and {}",
+        summary_path.display(),
+        runs_path.display()
+    );
+    Ok(())
+}
+
+fn cell(s: &Summary) -> String {
+    format!("{:.3} ± {:.3}", s.mean, s.sd)
+}
+
+fn print_table(s: &SimulationSummary) {
+    let lambda = if s.lambda_auto {
+        format!("auto; non-private learners {}", s.lambda)
+    } else {
+        s.lambda.to_string()
+    };
+    println!(
+        "{} — {} organisations × {} rows, {} trials, {} (λ = {lambda}, β = {}, seed {})",
+        s.dataset, s.orgs, s.rows_per_org, s.trials, s.mechanism, s.beta, s.seed
+    );
+    println!(
+        "centralised (all training data, non-private): {:.3}\n",
+        s.centralised_accuracy
+    );
+    println!(
+        "{:>6} {:>8} {:>8} | {:>15} {:>15} {:>15} {:>15} | {:>15}",
+        "ε", "δ", "λ", "local", "private learner", "aggregate", "non-private agg", "improved orgs"
+    );
+    for r in &s.rows {
+        println!(
+            "{:>6} {:>8} {:>8} | {:>15} {:>15} {:>15} {:>15} | {:>15}",
+            r.epsilon,
+            r.delta,
+            r.private_lambda
+                .map_or_else(|| "?".into(), |l| format!("{l:.4}")),
+            cell(&r.local_accuracy),
+            cell(&r.private_learner_accuracy),
+            cell(&r.aggregate_accuracy),
+            cell(&r.nonprivate_aggregate_accuracy),
+            format!(
+                "{:.1} ± {:.1} / {}",
+                r.improved_orgs.mean, r.improved_orgs.sd, s.orgs
+            )
+        );
+    }
+}

@@ -1,0 +1,593 @@
+//! Configuration of `dpagg-aggregator run`: a flat TOML file whose every key is also a flag and an
+//! environment variable (flags and environment win over the file, the file over the defaults;
+//! each default is written once, in its argument). Errors name where the bad value came from:
+//! the flag, the variable or the file (see [`dpagg_shared::cli::settings`]).
+//!
+//! ```toml
+//! data = "own.csv"                      # the aggregator's own records (relative to this file)
+//! schema = "diabetes.schema.toml"       # the public schema every organisation uses
+//! nodes = ["http://10.0.0.2:50051", "http://10.0.0.3:50051"]
+//! out = "report"                        # report.json and report.html go here
+//!
+//! latest = false                        # true: take each node's newest release, whatever its spec
+//! mechanism = "objective-perturbation"  # otherwise: the spec to ask for
+//! epsilon = 1.0
+//! delta = 0.0
+//! lambda = "auto"                       # λ of the requested learners ("auto" or a number); also
+//!                                       # the local baseline's (0.01 when "auto")
+//! publish = false                       # ask a node to publish the spec if it has no such release
+//! options = { steps = 500 }             # mechanism options (e.g. for dp-sgd)
+//!
+//! max_epsilon = 2.0                     # acceptance policy
+//! max_delta = 1e-5
+//! schema_must_match = true
+//! allow_seeded = false                  # seeded releases have no privacy: refuse them
+//! allow_unproven = false                # releases whose guarantee is not proven (e.g. a cheap sampler)
+//! min_learners = 1                      # fail if fewer valid learners remain
+//!
+//! timeout_ms = 5000                     # per node and attempt
+//! retries = 2                           # further attempts after an unreachable/timeout failure
+//! backoff_ms = 200                      # doubled after each attempt
+//! concurrency = 32                      # nodes contacted at once
+//!
+//! beta = 3.0                            # mirror-averaging temperature (seed 001 eq. 15; ≥ e)
+//! seed = 1                              # the aggregator's own randomness: test split, visiting order
+//! test_fraction = 0.2                   # stratified test split of `data` …
+//! # test_file = "test.csv"              # … or a separate test file (then all of `data` trains)
+//! ```
+
+use clap::ArgMatches;
+use dpagg_shared::cli::{ConfigError, FileSettings, Layers, Origin, Setting};
+use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Settings as given in a file, on the command line or in the environment (all optional here;
+/// [`Settings::resolve`] says what is required).
+#[derive(Debug, Default, Clone, Deserialize, clap::Args)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Configuration file (TOML; every key below may appear in it).
+    #[arg(long, env = "DPAGG_AGG_CONFIG")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// The aggregator's own data (CSV with a header row).
+    #[arg(long, env = "DPAGG_AGG_DATA")]
+    pub data: Option<PathBuf>,
+    /// The public schema (TOML) shared by every organisation.
+    #[arg(long, env = "DPAGG_AGG_SCHEMA")]
+    pub schema: Option<PathBuf>,
+    /// Node endpoint, e.g. http://127.0.0.1:50051 (repeat, or separate with commas).
+    #[arg(long = "node", env = "DPAGG_AGG_NODES", value_delimiter = ',')]
+    #[serde(default)]
+    pub nodes: Vec<String>,
+    /// Folder for report.json and report.html.
+    #[arg(long, env = "DPAGG_AGG_OUT", default_value = "report")]
+    pub out: Option<PathBuf>,
+    /// Take each node's newest release whatever its spec.
+    #[arg(long, env = "DPAGG_AGG_LATEST", num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    pub latest: Option<bool>,
+    /// Mechanism of the requested release.
+    #[arg(
+        long,
+        env = "DPAGG_AGG_MECHANISM",
+        default_value = "objective-perturbation"
+    )]
+    pub mechanism: Option<String>,
+    /// ε of the requested release.
+    #[arg(
+        long,
+        env = "DPAGG_AGG_EPSILON",
+        default_value = "1",
+        allow_negative_numbers = true
+    )]
+    pub epsilon: Option<f64>,
+    /// δ of the requested release.
+    #[arg(
+        long,
+        env = "DPAGG_AGG_DELTA",
+        default_value = "0",
+        allow_negative_numbers = true
+    )]
+    pub delta: Option<f64>,
+    /// λ of the requested release (`auto`: a function of n, d, ε and the mechanism, resolved by
+    /// each node) and of the local baseline (0.01 when `auto`).
+    #[arg(
+        long,
+        env = "DPAGG_AGG_LAMBDA",
+        default_value = "auto",
+        allow_negative_numbers = true
+    )]
+    pub lambda: Option<Lambda>,
+    /// Mechanism options of the requested release (file: an `options` table).
+    #[arg(skip)]
+    #[serde(default)]
+    pub options: BTreeMap<String, f64>,
+    /// Mechanism option name=value of the requested release (repeat; wins over the file).
+    #[arg(long = "option", value_parser = dpagg_shared::privacy::mechanism::kind::parse_option)]
+    #[serde(skip)]
+    pub option: Vec<(String, f64)>,
+    /// Ask nodes without a matching release to publish one (their policy decides).
+    #[arg(long, env = "DPAGG_AGG_PUBLISH", num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    pub publish: Option<bool>,
+    /// Largest ε accepted (under replace-one).
+    #[arg(
+        long,
+        env = "DPAGG_AGG_MAX_EPSILON",
+        default_value = "2",
+        allow_negative_numbers = true
+    )]
+    pub max_epsilon: Option<f64>,
+    /// Largest δ accepted.
+    #[arg(
+        long,
+        env = "DPAGG_AGG_MAX_DELTA",
+        default_value = "1e-5",
+        allow_negative_numbers = true
+    )]
+    pub max_delta: Option<f64>,
+    /// Refuse learners trained under another schema.
+    #[arg(long, env = "DPAGG_AGG_SCHEMA_MUST_MATCH", num_args = 0..=1, default_missing_value = "true", default_value = "true")]
+    pub schema_must_match: Option<bool>,
+    /// Accept releases made with seeded noise (tests only: they give no privacy).
+    #[arg(long, env = "DPAGG_AGG_ALLOW_SEEDED", num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    pub allow_seeded: Option<bool>,
+    /// Accept releases whose guarantee is not proven.
+    #[arg(long, env = "DPAGG_AGG_ALLOW_UNPROVEN", num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    pub allow_unproven: Option<bool>,
+    /// Fail unless at least this many nodes give a valid learner.
+    #[arg(
+        long,
+        env = "DPAGG_AGG_MIN_LEARNERS",
+        default_value = "1",
+        allow_negative_numbers = true
+    )]
+    pub min_learners: Option<usize>,
+    /// Timeout of one attempt at one node, in milliseconds.
+    #[arg(
+        long,
+        env = "DPAGG_AGG_TIMEOUT_MS",
+        default_value = "5000",
+        allow_negative_numbers = true
+    )]
+    pub timeout_ms: Option<u64>,
+    /// Further attempts after a node is unreachable or times out.
+    #[arg(
+        long,
+        env = "DPAGG_AGG_RETRIES",
+        default_value = "2",
+        allow_negative_numbers = true
+    )]
+    pub retries: Option<u32>,
+    /// Wait before the first retry, doubled each time, in milliseconds.
+    #[arg(
+        long,
+        env = "DPAGG_AGG_BACKOFF_MS",
+        default_value = "200",
+        allow_negative_numbers = true
+    )]
+    pub backoff_ms: Option<u64>,
+    /// Nodes contacted at once.
+    #[arg(
+        long,
+        env = "DPAGG_AGG_CONCURRENCY",
+        default_value = "32",
+        allow_negative_numbers = true
+    )]
+    pub concurrency: Option<usize>,
+    /// Mirror-averaging temperature β (seed 001 eq. 19 needs β ≥ e).
+    #[arg(
+        long,
+        env = "DPAGG_AGG_BETA",
+        default_value = "3",
+        allow_negative_numbers = true
+    )]
+    pub beta: Option<f64>,
+    /// Seed of the aggregator's own randomness (test split, visiting order).
+    #[arg(
+        long,
+        env = "DPAGG_AGG_SEED",
+        default_value = "1",
+        allow_negative_numbers = true
+    )]
+    pub seed: Option<u64>,
+    /// Stratified test fraction of the own data.
+    #[arg(
+        long,
+        env = "DPAGG_AGG_TEST_FRACTION",
+        conflicts_with = "test_file",
+        default_value = "0.2",
+        allow_negative_numbers = true
+    )]
+    pub test_fraction: Option<f64>,
+    /// A separate test file (same schema); then all own data trains.
+    #[arg(long, env = "DPAGG_AGG_TEST_FILE")]
+    pub test_file: Option<PathBuf>,
+}
+
+/// Which release to ask each node for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LearnerRequest {
+    /// The node's newest release.
+    Latest,
+    /// The newest release for exactly this spec (published on request if `publish`).
+    Spec {
+        /// What to ask for.
+        spec: LearnerSpec,
+        /// Ask the node to publish it when it has none.
+        publish: bool,
+    },
+}
+
+/// What a learner must satisfy to be aggregated.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Acceptance {
+    /// Largest ε accepted.
+    pub max_epsilon: f64,
+    /// Largest δ accepted.
+    pub max_delta: f64,
+    /// Refuse learners trained under another schema.
+    pub schema_must_match: bool,
+    /// Accept seeded releases.
+    pub allow_seeded: bool,
+    /// Accept releases whose guarantee is not proven.
+    pub allow_unproven: bool,
+    /// Fewest valid learners for a run to succeed.
+    pub min_learners: usize,
+}
+
+/// How nodes are contacted.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Network {
+    /// Per attempt and node.
+    pub timeout: Duration,
+    /// Further attempts after an unreachable/timeout failure.
+    pub retries: u32,
+    /// First wait between attempts (doubled each time).
+    pub backoff: Duration,
+    /// Nodes contacted at once.
+    pub concurrency: usize,
+}
+
+/// Where the test set comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TestSet {
+    /// A stratified fraction of the own data.
+    Fraction(f64),
+    /// A separate file.
+    File(PathBuf),
+}
+
+/// The resolved configuration of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunConfig {
+    /// Own data.
+    pub data: PathBuf,
+    /// Public schema.
+    pub schema: PathBuf,
+    /// Node endpoints (URLs).
+    pub nodes: Vec<String>,
+    /// Output folder.
+    pub out: PathBuf,
+    /// The release to ask for.
+    pub request: LearnerRequest,
+    /// λ of the requested spec's `l2`; the local baseline uses [`Lambda::non_private`].
+    pub l2: Lambda,
+    /// Acceptance policy.
+    pub accept: Acceptance,
+    /// Network behaviour.
+    pub network: Network,
+    /// β.
+    pub beta: f64,
+    /// Seed of the aggregator's own randomness.
+    pub seed: u64,
+    /// Test set.
+    pub test: TestSet,
+}
+
+/// The requirement of ε, λ and β.
+const POSITIVE: &str = "a finite number > 0";
+
+fn positive(v: &f64) -> bool {
+    v.is_finite() && *v > 0.0
+}
+
+/// The requirement of λ.
+const LAMBDA: &str = "\"auto\" or a finite number > 0";
+
+fn positive_lambda(v: &Lambda) -> bool {
+    v.fixed().is_none_or(|l| positive(&l))
+}
+
+/// The requirement of δ and the largest δ accepted.
+const PROBABILITY: &str = "in [0, 1)";
+
+fn probability(v: &f64) -> bool {
+    (0.0..1.0).contains(v)
+}
+
+/// The layers the settings are resolved from.
+type Given<'m> = Layers<'m, Settings>;
+
+impl FileSettings for Settings {
+    fn take_config(&mut self) -> Option<PathBuf> {
+        self.config.take()
+    }
+
+    fn paths(&mut self) -> Vec<&mut Option<PathBuf>> {
+        vec![
+            &mut self.data,
+            &mut self.schema,
+            &mut self.out,
+            &mut self.test_file,
+        ]
+    }
+}
+
+impl Settings {
+    /// Resolves these settings — as clap parsed them from `matches`, the matches of `run` —
+    /// over the file named by `--config` (if any) and the defaults.
+    pub fn resolve(self, matches: &ArgMatches) -> Result<RunConfig, ConfigError> {
+        let mut l = Layers::read(self, matches)?;
+        let data = l.require("data", |s| s.data.take())?.value;
+        let schema = l.require("schema", |s| s.schema.take())?.value;
+        let nodes = nodes(&mut l)?;
+        let lambda = l.require("lambda", |s| s.lambda.take())?;
+        let lambda = lambda.check(LAMBDA, positive_lambda)?;
+        Ok(RunConfig {
+            data,
+            schema,
+            nodes,
+            out: l.require("out", |s| s.out.take())?.value,
+            request: request(&mut l, lambda)?,
+            l2: lambda,
+            accept: acceptance(&mut l)?,
+            network: network(&mut l)?,
+            beta: l
+                .require("beta", |s| s.beta.take())?
+                .check(POSITIVE, positive)?,
+            seed: l.require("seed", |s| s.seed.take())?.value,
+            test: test_set(&mut l)?,
+        })
+    }
+}
+
+/// The node endpoints: at least one, each a URL.
+fn nodes(l: &mut Given<'_>) -> Result<Vec<String>, ConfigError> {
+    let nodes = l.require("nodes", |s| {
+        Some(std::mem::take(&mut s.nodes)).filter(|n| !n.is_empty())
+    })?;
+    let url = |n: &&String| n.starts_with("http://") || n.starts_with("https://");
+    if let Some(bad) = nodes.value.iter().find(|n| !url(n)) {
+        return Err(nodes.invalid(format!("{bad:?}"), "URLs such as http://host:port"));
+    }
+    Ok(nodes.value)
+}
+
+/// The mechanism options: the file's `options` table, then `--option` pairs (which win).
+fn options(l: &mut Given<'_>) -> Setting<BTreeMap<String, f64>> {
+    let flags = l.get("option", |s| {
+        Some(std::mem::take(&mut s.option)).filter(|o| !o.is_empty())
+    });
+    let file = l.get("options", |s| {
+        Some(std::mem::take(&mut s.options)).filter(|o| !o.is_empty())
+    });
+    let origin = flags
+        .as_ref()
+        .map(|f| f.origin.clone())
+        .or_else(|| file.as_ref().map(|f| f.origin.clone()))
+        .unwrap_or(Origin::Default);
+    let value = file
+        .into_iter()
+        .flat_map(|f| f.value)
+        .chain(flags.into_iter().flat_map(|f| f.value))
+        .collect();
+    Setting {
+        key: "options",
+        value,
+        origin,
+    }
+}
+
+/// The release to ask each node for.
+fn request(l: &mut Given<'_>, lambda: Lambda) -> Result<LearnerRequest, ConfigError> {
+    let latest = l.require("latest", |s| s.latest.take())?.value;
+    let options = options(l);
+    if latest {
+        if !options.value.is_empty() {
+            return Err(options.invalid("set together with latest", "given only with a spec"));
+        }
+        return Ok(LearnerRequest::Latest);
+    }
+    let mechanism = l.require("mechanism", |s| s.mechanism.take())?;
+    let kind = MechanismKind::from_name(&mechanism.value).ok_or_else(|| {
+        mechanism.invalid(format!("{:?}", mechanism.value), "a mechanism dpagg knows")
+    })?;
+    let spec = LearnerSpec {
+        kind,
+        epsilon: l
+            .require("epsilon", |s| s.epsilon.take())?
+            .check(POSITIVE, positive)?,
+        delta: l
+            .require("delta", |s| s.delta.take())?
+            .check(PROBABILITY, probability)?,
+        l2: lambda,
+        options: options.value,
+    };
+    Ok(LearnerRequest::Spec {
+        spec,
+        publish: l.require("publish", |s| s.publish.take())?.value,
+    })
+}
+
+/// What a learner must satisfy.
+fn acceptance(l: &mut Given<'_>) -> Result<Acceptance, ConfigError> {
+    Ok(Acceptance {
+        max_epsilon: l
+            .require("max_epsilon", |s| s.max_epsilon.take())?
+            .check("a finite number >= 0", |v| v.is_finite() && *v >= 0.0)?,
+        max_delta: l
+            .require("max_delta", |s| s.max_delta.take())?
+            .check(PROBABILITY, probability)?,
+        schema_must_match: l
+            .require("schema_must_match", |s| s.schema_must_match.take())?
+            .value,
+        allow_seeded: l.require("allow_seeded", |s| s.allow_seeded.take())?.value,
+        allow_unproven: l
+            .require("allow_unproven", |s| s.allow_unproven.take())?
+            .value,
+        min_learners: l
+            .require("min_learners", |s| s.min_learners.take())?
+            .check("at least 1", |n| *n >= 1)?,
+    })
+}
+
+/// How nodes are contacted.
+fn network(l: &mut Given<'_>) -> Result<Network, ConfigError> {
+    let timeout_ms = l
+        .require("timeout_ms", |s| s.timeout_ms.take())?
+        .check("at least 1", |t| *t >= 1)?;
+    let backoff_ms = l.require("backoff_ms", |s| s.backoff_ms.take())?.value;
+    Ok(Network {
+        timeout: Duration::from_millis(timeout_ms),
+        retries: l.require("retries", |s| s.retries.take())?.value,
+        backoff: Duration::from_millis(backoff_ms),
+        concurrency: l
+            .require("concurrency", |s| s.concurrency.take())?
+            .check("at least 1", |c| *c >= 1)?,
+    })
+}
+
+/// A separate test file, or else a fraction of the own data (not both).
+fn test_set(l: &mut Given<'_>) -> Result<TestSet, ConfigError> {
+    let fraction = l.require("test_fraction", |s| s.test_fraction.take())?;
+    match l.get("test_file", |s| s.test_file.take()) {
+        Some(file) if fraction.is_default() => Ok(TestSet::File(file.value)),
+        Some(file) => Err(file.invalid("set together with test_fraction", "given alone")),
+        None => Ok(TestSet::Fraction(
+            fraction.check("in (0, 1)", |f| *f > 0.0 && *f < 1.0)?,
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::FromArgMatches;
+
+    fn write(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("aggregator.toml");
+        std::fs::write(&path, text).expect("write");
+        (dir, path)
+    }
+
+    /// Resolves settings given as command-line arguments (tests set no DPAGG_AGG_* variable).
+    fn resolve(args: &[&str]) -> Result<RunConfig, ConfigError> {
+        let command = <Settings as clap::Args>::augment_args(clap::Command::new("run"));
+        let matches = command
+            .try_get_matches_from(std::iter::once("run").chain(args.iter().copied()))
+            .expect("parses");
+        Settings::from_arg_matches(&matches)
+            .expect("settings")
+            .resolve(&matches)
+    }
+
+    #[test]
+    fn file_is_resolved_relative_to_itself_and_flags_win() {
+        let (dir, path) = write(
+            "data = \"own.csv\"\nschema = \"s.toml\"\nnodes = [\"http://a:1\"]\nepsilon = 0.5\ntest_file = \"t.csv\"\noptions = { steps = 10.0, clip_norm = 2.0 }\n",
+        );
+        let path = path.to_str().expect("utf8");
+        let c =
+            resolve(&["--config", path, "--epsilon", "2", "--option", "steps=20"]).expect("valid");
+        assert_eq!(c.data, dir.path().join("own.csv"));
+        assert_eq!(c.test, TestSet::File(dir.path().join("t.csv")));
+        assert_eq!(c.nodes, vec!["http://a:1".to_owned()]);
+        match c.request {
+            LearnerRequest::Spec { spec, .. } => {
+                assert_eq!(spec.epsilon, 2.0);
+                let expected: BTreeMap<String, f64> =
+                    [("clip_norm".to_owned(), 2.0), ("steps".to_owned(), 20.0)].into();
+                assert_eq!(spec.options, expected);
+            }
+            LearnerRequest::Latest => panic!("expected a spec"),
+        }
+        assert_eq!(c.accept.max_delta, 1e-5);
+        assert!(!c.accept.allow_seeded);
+        assert_eq!(c.out, PathBuf::from("report"));
+        assert_eq!(c.network.concurrency, 32);
+    }
+
+    #[test]
+    fn errors_name_the_file_and_key() {
+        let (_dir, path) = write("data = \"own.csv\"\nschema = \"s.toml\"\nnodez = []\n");
+        let e = resolve(&["--config", path.to_str().expect("utf8")]).expect_err("unknown key");
+        let msg = e.to_string();
+        assert!(msg.starts_with(&path.display().to_string()) && msg.contains("nodez"));
+        assert!(!msg.contains('\n'));
+
+        let (_dir, path) =
+            write("data = \"own.csv\"\nschema = \"s.toml\"\nnodes = [\"127.0.0.1:1\"]\n");
+        let e = resolve(&["--config", path.to_str().expect("utf8")]).expect_err("not a URL");
+        assert!(e.to_string().contains("`nodes`"), "{e}");
+        assert_eq!(e.origin, Origin::File(path));
+
+        let e = resolve(&["--data", "x.csv", "--schema", "s.toml"]).expect_err("no nodes");
+        assert!(e.to_string().contains("--node"), "{e}");
+    }
+
+    #[test]
+    fn errors_blame_the_flag_that_gave_the_value() {
+        let (_dir, path) = write(
+            "data = \"own.csv\"\nschema = \"s.toml\"\nnodes = [\"http://a:1\"]\nepsilon = -3.0\n",
+        );
+        let path = path.to_str().expect("utf8");
+        let e = resolve(&["--config", path]).expect_err("negative in the file");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("{path}: `epsilon` = -3")),
+            "{e}"
+        );
+        let e = resolve(&["--config", path, "--epsilon", "-1"]).expect_err("negative flag");
+        assert_eq!(
+            e.to_string(),
+            "--epsilon: `epsilon` = -1: must be a finite number > 0"
+        );
+        let e = resolve(&["--config", path, "--epsilon", "1", "--test-fraction", "1.5"])
+            .expect_err("fraction");
+        assert_eq!(e.origin, Origin::Flag("--test-fraction".into()));
+        let e = resolve(&["--config", path, "--latest", "--option", "steps=3"])
+            .expect_err("options with latest");
+        assert_eq!(e.origin, Origin::Flag("--option".into()));
+        let c = resolve(&["--config", path, "--latest"]).expect("latest skips the spec");
+        assert_eq!(c.request, LearnerRequest::Latest);
+    }
+
+    #[test]
+    fn a_test_file_and_a_fraction_conflict_only_when_both_are_set() {
+        let (dir, path) = write(
+            "data = \"own.csv\"\nschema = \"s.toml\"\nnodes = [\"http://a:1\"]\ntest_fraction = 0.3\n",
+        );
+        let path = path.to_str().expect("utf8");
+        let c = resolve(&["--config", path]).expect("fraction from the file");
+        assert_eq!(c.test, TestSet::Fraction(0.3));
+        let e = resolve(&["--config", path, "--test-file", "t.csv"]).expect_err("both");
+        assert!(e.to_string().contains("test_fraction"), "{e}");
+        let c = resolve(&[
+            "--data",
+            "d.csv",
+            "--schema",
+            "s",
+            "--node",
+            "http://a:1",
+            "--test-file",
+            "t.csv",
+        ])
+        .expect("file alone");
+        assert_eq!(c.test, TestSet::File(PathBuf::from("t.csv")));
+        drop(dir);
+    }
+}

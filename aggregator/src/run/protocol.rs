@@ -1,0 +1,194 @@
+//! `dpagg-aggregator run`: collect the organisations' private learners, validate them, combine
+//! them by mirror averaging (seed 001 eq. 15–17) on the aggregator's own data, and compare with
+//! what the aggregator learns alone.
+//!
+//! Privacy: the aggregator sees only released learners and its own records. The aggregate is a
+//! function of those, so it keeps each organisation's guarantee with respect to that
+//! organisation's data (seed 001 Proposition 4.1). The aggregator's own records are never sent
+//! anywhere; the report holds accuracies on its own test split.
+
+use crate::run::config::{LearnerRequest, RunConfig, TestSet};
+use crate::run::fetch::{Exclusion, NodeOutcome, fetch_all};
+use crate::run::report::{NodeReport, Report};
+use crate::run::validate::{Context as Check, validate};
+use anyhow::{Context, Result, bail};
+use dpagg_shared::aggregate::{MirrorAveraging, uniform_average};
+use dpagg_shared::data::csv::load_csv;
+use dpagg_shared::data::partition::proportional_split;
+use dpagg_shared::data::schema::Schema;
+use dpagg_shared::learn::solver::fit_logistic;
+use dpagg_shared::privacy::noise::derived_rng;
+use dpagg_shared::privacy::release::PublishedLearner;
+use dpagg_shared::util::time::{now_ms, rfc3339};
+use dpagg_shared::{Dataset, LinearClassifier};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The aggregator's own data, split.
+struct OwnData {
+    schema: Schema,
+    train: Dataset,
+    test: Dataset,
+}
+
+fn load(path: &Path, schema: &Schema) -> Result<Dataset> {
+    let (data, report) = load_csv(path, schema)?;
+    // Counts only, and only in the local log (invariant 2).
+    tracing::info!(file = %path.display(), rows = report.rows, clipped = report.total_clipped(), "loaded own data");
+    Ok(data)
+}
+
+fn own_data(config: &RunConfig) -> Result<OwnData> {
+    let schema = Schema::load(&config.schema)?;
+    let data = load(&config.data, &schema)?;
+    let (train, test) = match &config.test {
+        TestSet::File(path) => (data, load(path, &schema)?),
+        TestSet::Fraction(f) => {
+            let mut rng = derived_rng(config.seed, &[1]);
+            let (test, train) = proportional_split(&data, *f, &mut rng).with_context(|| {
+                format!("{}: cannot split off a test set", config.data.display())
+            })?;
+            (train, test)
+        }
+    };
+    if train.is_empty() || test.is_empty() {
+        bail!(
+            "{}: too few rows for a training and a test set ({} and {})",
+            config.data.display(),
+            train.len(),
+            test.len()
+        );
+    }
+    Ok(OwnData {
+        schema,
+        train,
+        test,
+    })
+}
+
+/// An accepted learner: the index of its node's outcome and the release.
+struct Accepted {
+    index: usize,
+    learner: PublishedLearner,
+}
+
+/// Validates every fetched learner and drops duplicates (same organisation or release twice).
+fn screen(outcomes: &mut [NodeOutcome], check: &Check<'_>) -> Vec<Accepted> {
+    let mut seen: HashMap<String, String> = HashMap::new();
+    let mut accepted = Vec::new();
+    for (index, o) in outcomes.iter_mut().enumerate() {
+        let Ok(f) = &o.result else { continue };
+        let learner = match validate(&f.learner, &f.described_fingerprint, check) {
+            Ok(learner) => learner,
+            Err(v) => {
+                o.result = Err(Exclusion::Invalid(v));
+                continue;
+            }
+        };
+        let keys = [
+            format!("organisation `{}`", f.organisation_id),
+            format!("release {}", learner.release_id),
+        ];
+        if let Some(dup) = keys.iter().find(|k| seen.contains_key(*k)) {
+            o.result = Err(Exclusion::Duplicate(dup.clone()));
+            continue;
+        }
+        for k in keys {
+            seen.insert(k, o.endpoint.clone());
+        }
+        accepted.push(Accepted { index, learner });
+    }
+    accepted
+}
+
+/// Runs the whole protocol and returns the report (nothing is written).
+pub async fn execute(config: &RunConfig) -> Result<Report> {
+    let own = own_data(config)?;
+    let local = fit_logistic(&own.train, config.l2.non_private())
+        .context("cannot fit the local-only baseline on the aggregator's data")?
+        .classifier();
+    let mut outcomes = fetch_all(&config.nodes, &config.request, config.network).await;
+    let fingerprint = own.schema.fingerprint();
+    let check = Check {
+        dim: own.schema.dim(),
+        fingerprint: &fingerprint,
+        accept: config.accept,
+        request: &config.request,
+    };
+    let accepted = screen(&mut outcomes, &check);
+    if accepted.len() < config.accept.min_learners {
+        let reasons: Vec<String> = outcomes
+            .iter()
+            .filter_map(|o| {
+                o.result
+                    .as_ref()
+                    .err()
+                    .map(|e| format!("{}: {e}", o.endpoint))
+            })
+            .collect();
+        bail!(
+            "only {} of {} node(s) gave a valid learner, {} needed ({})",
+            accepted.len(),
+            outcomes.len(),
+            config.accept.min_learners,
+            reasons.join("; ")
+        );
+    }
+    let mirror = MirrorAveraging::new(config.beta)?;
+    mirror.warn_if_uncovered();
+    let experts: Vec<LinearClassifier> = accepted
+        .iter()
+        .map(|a| a.learner.classifier().clone())
+        .collect();
+    let aggregate = mirror.aggregate(&experts, &own.train, &mut derived_rng(config.seed, &[2]))?;
+    let mut with_own_experts = experts.clone();
+    with_own_experts.push(local.clone());
+    let with_own = mirror.aggregate(
+        &with_own_experts,
+        &own.train,
+        &mut derived_rng(config.seed, &[3]),
+    )?;
+    let best = &experts[aggregate.best_single()];
+
+    let mut nodes: Vec<NodeReport> = outcomes.iter().map(NodeReport::from_outcome).collect();
+    for (k, a) in accepted.iter().enumerate() {
+        let node = &mut nodes[a.index];
+        node.describe_release(&a.learner, &own.test);
+        node.mixing_weight = Some(aggregate.mixing_weights[k]);
+        node.mixing_weight_with_own = Some(with_own.mixing_weights[k]);
+    }
+    Ok(Report {
+        generated_at: rfc3339(now_ms()),
+        request: describe_request(&config.request),
+        schema_fingerprint: fingerprint,
+        beta: config.beta,
+        l2: config.l2.non_private(),
+        seed: config.seed,
+        train_rows: own.train.len(),
+        test_rows: own.test.len(),
+        included: accepted.len(),
+        excluded: outcomes.len() - accepted.len(),
+        local_baseline_accuracy: local.accuracy(&own.test),
+        mirror_averaged_accuracy: aggregate.classifier.accuracy(&own.test),
+        with_own_learner_accuracy: with_own.classifier.accuracy(&own.test),
+        own_learner_mixing_weight: with_own.mixing_weights.last().copied().unwrap_or(0.0),
+        uniform_average_accuracy: uniform_average(&experts).accuracy(&own.test),
+        best_single_accuracy: best.accuracy(&own.test),
+        nodes,
+    })
+}
+
+fn describe_request(r: &LearnerRequest) -> String {
+    match r {
+        LearnerRequest::Latest => "latest release of each node".into(),
+        LearnerRequest::Spec { spec, publish } => format!(
+            "{}{}",
+            spec.describe(),
+            if *publish {
+                " (published on request)"
+            } else {
+                ""
+            }
+        ),
+    }
+}

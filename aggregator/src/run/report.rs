@@ -1,0 +1,407 @@
+//! The report of a run: a terminal table, `report.json` and a self-contained `report.html` with
+//! an inline SVG chart (no scripts, fonts or files fetched).
+//!
+//! Every string that came from a node (organisation id, reasons) is escaped in the HTML: a node
+//! must not be able to inject markup into the aggregator's report.
+
+use crate::run::fetch::NodeOutcome;
+use anyhow::{Context, Result};
+use dpagg_shared::Dataset;
+use dpagg_shared::privacy::release::PublishedLearner;
+use dpagg_shared::util::files::atomic_write;
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Why a node was excluded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExclusionView {
+    /// Stable short code (`unreachable`, `timeout`, `non_finite`, `over_policy`, …).
+    pub code: String,
+    /// One-line explanation.
+    pub reason: String,
+}
+
+/// One node's line of the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeReport {
+    /// The endpoint as configured.
+    pub endpoint: String,
+    /// The organisation id it described itself with.
+    pub organisation_id: Option<String>,
+    /// `included` or `excluded`.
+    pub status: &'static str,
+    /// The release aggregated.
+    pub release_id: Option<String>,
+    /// Its mechanism.
+    pub mechanism: Option<String>,
+    /// Its ε.
+    pub epsilon: Option<f64>,
+    /// Its δ.
+    pub delta: Option<f64>,
+    /// Its neighbour relation.
+    pub neighbour_relation: Option<String>,
+    /// Accuracy of the learner alone on the aggregator's test split.
+    pub accuracy: Option<f64>,
+    /// Its mirror-averaging mixing weight λ_m (eq. 16).
+    pub mixing_weight: Option<f64>,
+    /// Its mixing weight when the aggregator's own learner is one more expert.
+    pub mixing_weight_with_own: Option<f64>,
+    /// Why it was excluded.
+    pub exclusion: Option<ExclusionView>,
+    /// Milliseconds spent on this node.
+    pub elapsed_ms: u128,
+}
+
+impl NodeReport {
+    /// The line for one outcome; an accepted release is described by
+    /// [`NodeReport::describe_release`] and its mixing weights are filled in by the caller.
+    pub fn from_outcome(o: &NodeOutcome) -> Self {
+        let mut r = NodeReport {
+            endpoint: o.endpoint.clone(),
+            organisation_id: None,
+            status: "excluded",
+            release_id: None,
+            mechanism: None,
+            epsilon: None,
+            delta: None,
+            neighbour_relation: None,
+            accuracy: None,
+            mixing_weight: None,
+            mixing_weight_with_own: None,
+            exclusion: None,
+            elapsed_ms: o.elapsed.as_millis(),
+        };
+        match &o.result {
+            Ok(f) => {
+                r.status = "included";
+                r.organisation_id = Some(f.organisation_id.clone());
+            }
+            Err(e) => {
+                r.exclusion = Some(ExclusionView {
+                    code: e.code().to_owned(),
+                    reason: e.to_string(),
+                });
+            }
+        }
+        r
+    }
+
+    /// Fills in the release aggregated and its accuracy alone on `test`.
+    pub fn describe_release(&mut self, learner: &PublishedLearner, test: &Dataset) {
+        let m = learner.metadata();
+        self.release_id = Some(learner.release_id.clone());
+        self.mechanism = Some(m.mechanism.clone());
+        self.epsilon = Some(m.guarantee.epsilon);
+        self.delta = Some(m.guarantee.delta);
+        self.neighbour_relation = Some(m.guarantee.relation.to_string());
+        self.accuracy = Some(learner.classifier().accuracy(test));
+    }
+}
+
+/// Everything a run found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// When the report was made (RFC 3339).
+    pub generated_at: String,
+    /// The release asked for.
+    pub request: String,
+    /// Fingerprint of the aggregator's public schema.
+    pub schema_fingerprint: String,
+    /// Mirror-averaging temperature.
+    pub beta: f64,
+    /// λ of the local baseline's L2 regulariser.
+    pub l2: f64,
+    /// Seed of the aggregator's own randomness.
+    pub seed: u64,
+    /// Own rows used to weight the learners (and fit the baseline).
+    pub train_rows: usize,
+    /// Own rows used for accuracies.
+    pub test_rows: usize,
+    /// Nodes whose learner was aggregated.
+    pub included: usize,
+    /// Nodes excluded.
+    pub excluded: usize,
+    /// The aggregator's non-private learner on its own training rows.
+    pub local_baseline_accuracy: f64,
+    /// Mirror averaging of the included learners (eq. 17).
+    pub mirror_averaged_accuracy: f64,
+    /// Mirror averaging with the aggregator's own learner as one more expert.
+    pub with_own_learner_accuracy: f64,
+    /// The own learner's mixing weight in that aggregate.
+    pub own_learner_mixing_weight: f64,
+    /// Uniform average of the included learners.
+    pub uniform_average_accuracy: f64,
+    /// The included learner with the smallest loss on the own training rows.
+    pub best_single_accuracy: f64,
+    /// One line per node, in the configured order.
+    pub nodes: Vec<NodeReport>,
+}
+
+fn delta_text(d: Option<f64>) -> String {
+    match d {
+        None => "–".into(),
+        Some(0.0) => "0".into(),
+        Some(d) => format!("{d:.0e}"),
+    }
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "–".into(), |x| format!("{x:.digits$}"))
+}
+
+impl Report {
+    /// The terminal table.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "asked for: {}; {} included, {} excluded; β = {}",
+            self.request, self.included, self.excluded, self.beta
+        );
+        let _ = writeln!(
+            s,
+            "{:<28} {:<18} {:<9} {:<32} {:>5} {:>8} {:>8} {:>7}  excluded because",
+            "node", "organisation", "status", "release", "ε", "δ", "accuracy", "λ"
+        );
+        for n in &self.nodes {
+            let _ = writeln!(
+                s,
+                "{:<28} {:<18} {:<9} {:<32} {:>5} {:>8} {:>8} {:>7}  {}",
+                n.endpoint,
+                n.organisation_id.as_deref().unwrap_or("–"),
+                n.status,
+                n.release_id.as_deref().unwrap_or("–"),
+                opt(n.epsilon, 2),
+                delta_text(n.delta),
+                opt(n.accuracy, 3),
+                opt(n.mixing_weight, 3),
+                n.exclusion.as_ref().map_or("", |e| e.reason.as_str())
+            );
+        }
+        let _ = writeln!(
+            s,
+            "accuracy on {} own test rows (mixing weights from {} own training rows):",
+            self.test_rows, self.train_rows
+        );
+        for (name, v) in self.summary() {
+            let _ = writeln!(s, "  {name:<34} {v:.3}");
+        }
+        s
+    }
+
+    fn summary(&self) -> [(&'static str, f64); 5] {
+        [
+            (
+                "local baseline (own data only)",
+                self.local_baseline_accuracy,
+            ),
+            ("mirror averaging", self.mirror_averaged_accuracy),
+            (
+                "mirror averaging + own learner",
+                self.with_own_learner_accuracy,
+            ),
+            ("uniform average", self.uniform_average_accuracy),
+            ("best single learner", self.best_single_accuracy),
+        ]
+    }
+
+    /// Writes `report.json` and `report.html` into `dir` (created if needed), each atomically.
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create the output folder", dir.display()))?;
+        let json = serde_json::to_vec_pretty(self).context("cannot encode the report")?;
+        for (name, bytes) in [
+            ("report.json", json),
+            ("report.html", self.html().into_bytes()),
+        ] {
+            let path = dir.join(name);
+            atomic_write(&path, &bytes)
+                .with_context(|| format!("{}: cannot write", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// The self-contained HTML page.
+    pub fn html(&self) -> String {
+        let mut bars: Vec<(String, f64, &'static str)> = self
+            .summary()
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), *v, "#1f5fa8"))
+            .collect();
+        bars[0].2 = "#888888";
+        for n in self.nodes.iter().filter(|n| n.status == "included") {
+            let name = n
+                .organisation_id
+                .clone()
+                .unwrap_or_else(|| n.endpoint.clone());
+            bars.push((
+                format!("learner of {name}"),
+                n.accuracy.unwrap_or(0.0),
+                "#e08a2c",
+            ));
+        }
+        let mut rows = String::new();
+        for n in &self.nodes {
+            let _ = writeln!(
+                rows,
+                "<tr><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&n.endpoint),
+                esc(n.organisation_id.as_deref().unwrap_or("–")),
+                n.status,
+                n.status,
+                esc(n.release_id.as_deref().unwrap_or("–")),
+                esc(n.mechanism.as_deref().unwrap_or("–")),
+                opt(n.epsilon, 3),
+                delta_text(n.delta),
+                opt(n.accuracy, 3),
+                opt(n.mixing_weight, 4),
+                esc(n.exclusion.as_ref().map_or("", |e| e.reason.as_str())),
+            );
+        }
+        format!(
+            r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>dpagg report</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
+table {{ border-collapse: collapse; font-size: 0.9em; }}
+td, th {{ border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; }}
+td.excluded {{ color: #b00; }} td.included {{ color: #070; }}
+</style></head><body>
+<h1>dpagg aggregation report</h1>
+<p>Generated {generated}. Asked for: {request}. {included} node(s) included, {excluded} excluded.
+Mirror averaging (seed 001 eq. 15–17) with β = {beta} on {train} own training rows; accuracies on
+{test} own test rows. Schema fingerprint <code>{fp}</code>.</p>
+<h2>Accuracy on the aggregator's test split</h2>
+{chart}
+<h2>Nodes</h2>
+<table><tr><th>endpoint</th><th>organisation</th><th>status</th><th>release</th><th>mechanism</th><th>ε</th><th>δ</th><th>accuracy</th><th>mixing weight λ<sub>m</sub></th><th>excluded because</th></tr>
+{rows}</table>
+<p>The own learner's mixing weight when added as an expert: {own:.4}.</p>
+</body></html>
+"#,
+            generated = esc(&self.generated_at),
+            request = esc(&self.request),
+            included = self.included,
+            excluded = self.excluded,
+            beta = self.beta,
+            train = self.train_rows,
+            test = self.test_rows,
+            fp = esc(&self.schema_fingerprint),
+            chart = bar_chart(&bars),
+            rows = rows,
+            own = self.own_learner_mixing_weight,
+        )
+    }
+}
+
+/// A horizontal bar chart of accuracies in [0, 1] as inline SVG, with a labelled axis.
+fn bar_chart(bars: &[(String, f64, &str)]) -> String {
+    const LABEL_W: f64 = 260.0;
+    const PLOT_W: f64 = 420.0;
+    const ROW_H: f64 = 22.0;
+    let height = ROW_H * bars.len() as f64 + 40.0;
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{height}\" role=\"img\" aria-label=\"accuracy per learner\" font-family=\"sans-serif\" font-size=\"12\">\n",
+        w = LABEL_W + PLOT_W + 60.0
+    );
+    for (i, (label, value, colour)) in bars.iter().enumerate() {
+        let y = ROW_H * i as f64 + 5.0;
+        let w = PLOT_W * value.clamp(0.0, 1.0);
+        let _ = writeln!(
+            svg,
+            "<text x=\"{lx}\" y=\"{ty}\" text-anchor=\"end\">{label}</text><rect x=\"{LABEL_W}\" y=\"{y}\" width=\"{w:.1}\" height=\"{bh}\" fill=\"{colour}\"/><text x=\"{vx:.1}\" y=\"{ty}\">{value:.3}</text>",
+            lx = LABEL_W - 6.0,
+            ty = y + 13.0,
+            bh = ROW_H - 6.0,
+            vx = LABEL_W + w + 4.0,
+            label = esc(label),
+        );
+    }
+    let axis_y = ROW_H * bars.len() as f64 + 5.0;
+    let _ = writeln!(
+        svg,
+        "<line x1=\"{LABEL_W}\" y1=\"{axis_y}\" x2=\"{x2}\" y2=\"{axis_y}\" stroke=\"#444\"/>",
+        x2 = LABEL_W + PLOT_W
+    );
+    for k in 0..=5 {
+        let v = k as f64 / 5.0;
+        let x = LABEL_W + PLOT_W * v;
+        let _ = writeln!(
+            svg,
+            "<line x1=\"{x}\" y1=\"{axis_y}\" x2=\"{x}\" y2=\"{t}\" stroke=\"#444\"/><text x=\"{x}\" y=\"{ty}\" text-anchor=\"middle\">{v:.1}</text>",
+            t = axis_y + 4.0,
+            ty = axis_y + 16.0
+        );
+    }
+    let _ = writeln!(
+        svg,
+        "<text x=\"{x}\" y=\"{y}\" text-anchor=\"middle\">accuracy</text></svg>",
+        x = LABEL_W + PLOT_W / 2.0,
+        y = axis_y + 32.0
+    );
+    svg
+}
+
+/// Escapes text for HTML and SVG.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_strings_are_escaped_in_html() {
+        let report = Report {
+            generated_at: "now".into(),
+            request: "latest".into(),
+            schema_fingerprint: "fp".into(),
+            beta: 3.0,
+            l2: 0.01,
+            seed: 1,
+            train_rows: 10,
+            test_rows: 5,
+            included: 1,
+            excluded: 0,
+            local_baseline_accuracy: 0.5,
+            mirror_averaged_accuracy: 0.6,
+            with_own_learner_accuracy: 0.6,
+            own_learner_mixing_weight: 0.1,
+            uniform_average_accuracy: 0.5,
+            best_single_accuracy: 0.6,
+            nodes: vec![NodeReport {
+                endpoint: "http://x:1".into(),
+                organisation_id: Some("<script>alert(1)</script>".into()),
+                status: "included",
+                release_id: Some("r".into()),
+                mechanism: Some("m".into()),
+                epsilon: Some(1.0),
+                delta: Some(0.0),
+                neighbour_relation: Some("replace-one".into()),
+                accuracy: Some(0.7),
+                mixing_weight: Some(1.0),
+                mixing_weight_with_own: Some(0.9),
+                exclusion: None,
+                elapsed_ms: 1,
+            }],
+        };
+        let html = report.html();
+        assert!(!html.contains("<script>"));
+        assert!(html.contains("&lt;script&gt;"));
+        assert!(html.contains("<svg") && html.contains("accuracy</text>"));
+        assert!(report.table().contains("mirror averaging"));
+    }
+}

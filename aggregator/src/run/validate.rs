@@ -1,0 +1,412 @@
+//! Checks a learner received from a node before it may be aggregated.
+//!
+//! A learner is aggregated only if its weights fit the aggregator's schema (dimension, all finite),
+//! its stated guarantee is within the acceptance policy, it was trained under the same public
+//! schema, it says it was made with a secure RNG (seeded noise gives no privacy), its proof's
+//! norm assumption is the one the schema normalisation guarantees, and — when a spec was asked
+//! for — it is a release of that spec. Anything else is excluded with a [`Violation`] naming why.
+
+use crate::run::config::{Acceptance, LearnerRequest};
+use dpagg_proto::convert::WireError;
+use dpagg_proto::v1 as pb;
+use dpagg_shared::privacy::guarantee::NeighbourRelation;
+use dpagg_shared::privacy::release::PublishedLearner;
+
+/// Why a learner is refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Violation {
+    /// The learner has no release metadata, so its guarantee is unknown.
+    #[error("no release metadata: the guarantee is unknown")]
+    MissingMetadata,
+    /// The message cannot be read as a release (a missing spec, an unknown mechanism, …).
+    #[error("malformed release: {0}")]
+    Malformed(WireError),
+    /// The weights do not fit the schema.
+    #[error("dimension mismatch: {found} coefficients, the schema has {expected} columns")]
+    DimensionMismatch {
+        /// Number of weights received.
+        found: usize,
+        /// The schema's dimension.
+        expected: usize,
+    },
+    /// A weight is NaN or infinite.
+    #[error("non-finite weight at index {index}")]
+    NonFinite {
+        /// Its index.
+        index: usize,
+    },
+    /// ε (or a malformed ε) over the policy.
+    #[error(
+        "over policy: ε = {epsilon}{converted} exceeds the accepted maximum {max} (replace-one)"
+    )]
+    EpsilonOverPolicy {
+        /// The learner's ε.
+        epsilon: f64,
+        /// How it reads under replace-one, when it was stated under another relation.
+        converted: String,
+        /// The policy's maximum.
+        max: f64,
+    },
+    /// δ over the policy.
+    #[error("over policy: δ = {delta}{converted} exceeds the accepted maximum {max} (replace-one)")]
+    DeltaOverPolicy {
+        /// The learner's δ.
+        delta: f64,
+        /// How it reads under replace-one, when it was stated under another relation.
+        converted: String,
+        /// The policy's maximum.
+        max: f64,
+    },
+    /// Trained under another schema.
+    #[error("schema mismatch: learner fingerprint {theirs}, ours {ours}")]
+    SchemaMismatch {
+        /// Its fingerprint.
+        theirs: String,
+        /// Ours.
+        ours: String,
+    },
+    /// Made with seeded noise.
+    #[error("seeded release: its noise came from a seeded generator, so it has no privacy")]
+    Seeded,
+    /// Its guarantee is not proven for the sampler used.
+    #[error(
+        "unproven guarantee: the release says its guarantee is not proven (allow_unproven is off)"
+    )]
+    Unproven,
+    /// The proof assumed a larger row norm than the schema guarantees.
+    #[error("norm assumption {bound} differs from the unit ball the schema guarantees")]
+    NormAssumption {
+        /// The assumed bound.
+        bound: f64,
+    },
+    /// The guarantee has no neighbour relation, so it cannot be interpreted.
+    #[error("no neighbour relation: the guarantee cannot be interpreted")]
+    NoRelation,
+    /// Not a release of the requested spec.
+    #[error("spec mismatch: asked for {asked}, got {got}")]
+    SpecMismatch {
+        /// What was asked for.
+        asked: String,
+        /// What came.
+        got: String,
+    },
+}
+
+impl Violation {
+    /// A stable short code for reports and scripts.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::MissingMetadata => "missing_metadata",
+            Self::Malformed(_) => "malformed",
+            Self::DimensionMismatch { .. } => "dimension_mismatch",
+            Self::NonFinite { .. } => "non_finite",
+            Self::EpsilonOverPolicy { .. } | Self::DeltaOverPolicy { .. } => "over_policy",
+            Self::SchemaMismatch { .. } => "schema_mismatch",
+            Self::Seeded => "seeded",
+            Self::Unproven => "unproven",
+            Self::NormAssumption { .. } => "norm_assumption",
+            Self::NoRelation => "no_relation",
+            Self::SpecMismatch { .. } => "spec_mismatch",
+        }
+    }
+}
+
+/// What the aggregator checks a learner against.
+#[derive(Debug, Clone)]
+pub struct Context<'a> {
+    /// The schema's dimension.
+    pub dim: usize,
+    /// The schema's fingerprint.
+    pub fingerprint: &'a str,
+    /// The policy.
+    pub accept: Acceptance,
+    /// What was asked for.
+    pub request: &'a LearnerRequest,
+}
+
+impl From<WireError> for Violation {
+    fn from(e: WireError) -> Self {
+        match e.code() {
+            "missing_metadata" => Self::MissingMetadata,
+            "no_relation" => Self::NoRelation,
+            _ => Self::Malformed(e),
+        }
+    }
+}
+
+/// Reads `learner` (whose node described its schema as `described_fingerprint`) and checks it:
+/// the accepted release, or why it is refused.
+pub fn validate(
+    learner: &pb::PrivateLearner,
+    described_fingerprint: &str,
+    cx: &Context<'_>,
+) -> Result<PublishedLearner, Violation> {
+    let published = PublishedLearner::try_from(learner.clone())?;
+    check_shape(&published, cx)?;
+    check_policy(&published, cx)?;
+    check_provenance(&published, described_fingerprint, cx)?;
+    check_spec(&published, cx)?;
+    Ok(published)
+}
+
+/// Dimension of the coefficients and of the metadata; every coefficient finite.
+fn check_shape(p: &PublishedLearner, cx: &Context<'_>) -> Result<(), Violation> {
+    let coefficients = p.classifier().coefficients();
+    if coefficients.len() != cx.dim || p.metadata().dim != cx.dim {
+        return Err(Violation::DimensionMismatch {
+            found: coefficients.len(),
+            expected: cx.dim,
+        });
+    }
+    if let Some(index) = coefficients.iter().position(|w| !w.is_finite()) {
+        return Err(Violation::NonFinite { index });
+    }
+    Ok(())
+}
+
+/// The guarantee within the acceptance policy. The policy is stated under replace-one; an
+/// add/remove-one guarantee is compared as what it implies there. A NaN guarantee is outside
+/// every range, so it is refused too.
+fn check_policy(p: &PublishedLearner, cx: &Context<'_>) -> Result<(), Violation> {
+    let stated = p.metadata().guarantee;
+    let relation = stated.relation;
+    let r = stated.as_replace_one();
+    let note = |v: f64| {
+        if relation == NeighbourRelation::ReplaceOne {
+            String::new()
+        } else {
+            format!(" ({relation}; {v} under replace-one)")
+        }
+    };
+    if !(0.0..=cx.accept.max_epsilon).contains(&r.epsilon) {
+        return Err(Violation::EpsilonOverPolicy {
+            epsilon: stated.epsilon,
+            converted: note(r.epsilon),
+            max: cx.accept.max_epsilon,
+        });
+    }
+    if !(0.0..=cx.accept.max_delta).contains(&r.delta) {
+        return Err(Violation::DeltaOverPolicy {
+            delta: stated.delta,
+            converted: note(r.delta),
+            max: cx.accept.max_delta,
+        });
+    }
+    Ok(())
+}
+
+/// Same schema (on the release and as described), a secure RNG, a proven guarantee and the norm
+/// assumption the schema normalisation guarantees.
+fn check_provenance(
+    p: &PublishedLearner,
+    described_fingerprint: &str,
+    cx: &Context<'_>,
+) -> Result<(), Violation> {
+    let m = p.metadata();
+    if cx.accept.schema_must_match {
+        for theirs in [p.schema_fingerprint.as_str(), described_fingerprint] {
+            if theirs != cx.fingerprint {
+                return Err(Violation::SchemaMismatch {
+                    theirs: theirs.to_owned(),
+                    ours: cx.fingerprint.to_owned(),
+                });
+            }
+        }
+    }
+    if m.seeded && !cx.accept.allow_seeded {
+        return Err(Violation::Seeded);
+    }
+    if !m.proven && !cx.accept.allow_unproven {
+        return Err(Violation::Unproven);
+    }
+    let bound = m.assumptions.max_row_norm;
+    if !(bound > 0.0 && bound <= 1.0) {
+        return Err(Violation::NormAssumption { bound });
+    }
+    Ok(())
+}
+
+/// When a spec was asked for, the release is one of exactly that spec.
+fn check_spec(p: &PublishedLearner, cx: &Context<'_>) -> Result<(), Violation> {
+    match cx.request {
+        LearnerRequest::Spec { spec, .. } if *spec != p.spec => Err(Violation::SpecMismatch {
+            asked: spec.describe(),
+            got: p.spec.describe(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FP: &str = "abc";
+
+    fn request() -> LearnerRequest {
+        LearnerRequest::Spec {
+            spec: dpagg_shared::LearnerSpec::new(
+                dpagg_shared::MechanismKind::ObjectivePerturbation,
+                1.0,
+                0.0,
+                0.01,
+            ),
+            publish: false,
+        }
+    }
+
+    fn accept() -> Acceptance {
+        Acceptance {
+            max_epsilon: 2.0,
+            max_delta: 1e-5,
+            schema_must_match: true,
+            allow_seeded: false,
+            allow_unproven: false,
+            min_learners: 1,
+        }
+    }
+
+    fn good() -> pb::PrivateLearner {
+        pb::PrivateLearner {
+            weights: vec![0.5, -0.25, 1.0],
+            metadata: Some(pb::ReleaseMetadata {
+                epsilon: 1.0,
+                delta: 0.0,
+                neighbour_relation: pb::NeighbourRelation::ReplaceOne as i32,
+                max_row_norm: 1.0,
+                schema_fingerprint: FP.into(),
+                dim: 3,
+                spec: Some(pb::LearnerSpec {
+                    mechanism: "objective-perturbation".into(),
+                    epsilon: 1.0,
+                    delta: 0.0,
+                    lambda: 0.01,
+                    options: Default::default(),
+                    lambda_auto: false,
+                }),
+                ..Default::default()
+            }),
+        }
+    }
+
+    fn check(l: &pb::PrivateLearner) -> Result<(), Violation> {
+        let r = request();
+        validate(
+            l,
+            FP,
+            &Context {
+                dim: 3,
+                fingerprint: FP,
+                accept: accept(),
+                request: &r,
+            },
+        )
+        .map(|_| ())
+    }
+
+    fn with(f: impl FnOnce(&mut pb::PrivateLearner)) -> pb::PrivateLearner {
+        let mut l = good();
+        f(&mut l);
+        l
+    }
+
+    fn meta(l: &mut pb::PrivateLearner) -> &mut pb::ReleaseMetadata {
+        l.metadata.as_mut().expect("metadata")
+    }
+
+    #[test]
+    fn a_valid_learner_passes() {
+        assert_eq!(check(&good()), Ok(()));
+    }
+
+    #[test]
+    fn each_violation_is_named() {
+        let cases: Vec<(pb::PrivateLearner, &str)> = vec![
+            (with(|l| l.metadata = None), "missing_metadata"),
+            (with(|l| l.weights.push(0.0)), "dimension_mismatch"),
+            (with(|l| l.weights[1] = f64::NAN), "non_finite"),
+            (with(|l| l.weights[2] = f64::INFINITY), "non_finite"),
+            (with(|l| meta(l).epsilon = 2.5), "over_policy"),
+            (with(|l| meta(l).epsilon = f64::NAN), "over_policy"),
+            (with(|l| meta(l).delta = 1e-3), "over_policy"),
+            (
+                with(|l| meta(l).schema_fingerprint = "other".into()),
+                "schema_mismatch",
+            ),
+            (with(|l| meta(l).seeded = true), "seeded"),
+            (
+                with(|l| {
+                    meta(l).parameters.insert("proven".into(), 0.0);
+                }),
+                "unproven",
+            ),
+            (with(|l| meta(l).max_row_norm = 2.0), "norm_assumption"),
+            (with(|l| meta(l).neighbour_relation = 0), "no_relation"),
+            (with(|l| meta(l).neighbour_relation = 7), "no_relation"),
+            (
+                with(|l| meta(l).spec.as_mut().expect("spec").lambda = 0.1),
+                "spec_mismatch",
+            ),
+            (with(|l| meta(l).spec = None), "malformed"),
+            (
+                with(|l| meta(l).spec.as_mut().expect("spec").mechanism = "x".into()),
+                "malformed",
+            ),
+            (with(|l| meta(l).proven = Some(false)), "unproven"),
+        ];
+        for (learner, code) in cases {
+            let got = check(&learner).expect_err(code);
+            assert_eq!(got.code(), code, "{got}");
+        }
+    }
+
+    #[test]
+    fn add_remove_one_guarantees_are_compared_under_replace_one() {
+        // ε = 1.2 add/remove-one is 2.4 under replace-one: over a maximum of 2.
+        let l = with(|l| {
+            meta(l).neighbour_relation = pb::NeighbourRelation::AddRemoveOne as i32;
+            meta(l).epsilon = 1.2;
+        });
+        let e = check(&l).expect_err("2.4 > 2");
+        assert_eq!(e.code(), "over_policy");
+        assert!(e.to_string().contains("2.4 under replace-one"), "{e}");
+        // δ = 4e-6 add/remove at ε = 0.9 is (1 + e^0.9)·4e-6 ≈ 1.38e-5 > 1e-5.
+        let l = with(|l| {
+            meta(l).neighbour_relation = pb::NeighbourRelation::AddRemoveOne as i32;
+            meta(l).epsilon = 0.9;
+            meta(l).delta = 4e-6;
+        });
+        assert_eq!(check(&l).expect_err("δ").code(), "over_policy");
+        let l = with(|l| {
+            meta(l).neighbour_relation = pb::NeighbourRelation::AddRemoveOne as i32;
+            meta(l).epsilon = 0.9;
+        });
+        assert_eq!(check(&l), Ok(()));
+    }
+
+    #[test]
+    fn described_schema_must_match_too() {
+        let r = request();
+        let cx = Context {
+            dim: 3,
+            fingerprint: FP,
+            accept: accept(),
+            request: &r,
+        };
+        let e = validate(&good(), "other", &cx).expect_err("described schema differs");
+        assert_eq!(e.code(), "schema_mismatch");
+    }
+
+    #[test]
+    fn latest_accepts_any_spec_within_policy() {
+        let r = LearnerRequest::Latest;
+        let l = with(|l| meta(l).spec.as_mut().expect("spec").lambda = 0.1);
+        let cx = Context {
+            dim: 3,
+            fingerprint: FP,
+            accept: accept(),
+            request: &r,
+        };
+        assert!(validate(&l, FP, &cx).is_ok());
+    }
+}

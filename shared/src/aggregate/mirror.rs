@@ -1,0 +1,269 @@
+//! Mirror averaging (seed 001 eq. 15–17) in blocks, in parallel, bit-identical for any thread
+//! count, with [`reference_weights`], the direct serial transcription it is tested and timed
+//! against.
+
+use super::comparators::{argmin, combine};
+use super::{AggregateError, check_order, validate};
+use crate::data::dataset::{Dataset, dot};
+use crate::learn::classifier::LinearClassifier;
+use crate::learn::fastmath;
+use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
+use rand::Rng;
+use rand::seq::SliceRandom;
+use rayon::prelude::*;
+
+/// Rows per block of the mirror-averaging sweep.
+pub const BLOCK_ROWS: usize = 256;
+/// Rows per parallel sub-block (fixed, for determinism).
+pub const SUB_ROWS: usize = 64;
+/// Softmax terms with exponent below −this (relative to the maximum) are treated as zero.
+pub const NEGLIGIBLE_EXPONENT: f64 = 50.0;
+/// β_φ for the logistic loss (seed 001 eq. 19): the smallest temperature the theory covers.
+pub const BETA_LOGISTIC: f64 = std::f64::consts::E;
+
+/// Mirror averaging with temperature β.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MirrorAveraging {
+    beta: f64,
+}
+
+impl MirrorAveraging {
+    /// Mirror averaging with temperature β > 0. A β below e is accepted (it is a valid
+    /// aggregation) but not covered by eq. 20: entry points warn once via [`Self::warn_if_uncovered`].
+    pub fn new(beta: f64) -> Result<Self, AggregateError> {
+        if !(beta.is_finite() && beta > 0.0) {
+            return Err(AggregateError::InvalidBeta(beta));
+        }
+        Ok(Self { beta })
+    }
+
+    /// True when β ≥ β_φ = e, so the oracle inequality (eq. 20) holds for the logistic loss.
+    pub fn covered_by_oracle_inequality(&self) -> bool {
+        self.beta >= BETA_LOGISTIC
+    }
+
+    /// Logs a warning (tracing) when β < e. Call once per run, not per aggregation.
+    pub fn warn_if_uncovered(&self) {
+        if !self.covered_by_oracle_inequality() {
+            tracing::warn!(
+                beta = self.beta,
+                "beta < e: the oracle inequality of seed 001 eq. 20 does not cover this temperature for the logistic loss"
+            );
+        }
+    }
+
+    /// β.
+    pub fn beta(&self) -> f64 {
+        self.beta
+    }
+
+    /// The mixing weights λ (eq. 16), visiting `data` in a random order drawn from `rng`.
+    pub fn mixing_weights_shuffled<E: AsRef<[f64]>, R: Rng + ?Sized>(
+        &self,
+        experts: &[E],
+        data: &Dataset,
+        rng: &mut R,
+    ) -> Result<Vec<f64>, AggregateError> {
+        let mut order: Vec<usize> = (0..data.len()).collect();
+        order.shuffle(rng);
+        self.mixing_weights(experts, data, &order)
+    }
+
+    /// The mixing weights λ (eq. 15–16), visiting the rows of `data` in `order`.
+    pub fn mixing_weights<E: AsRef<[f64]>>(
+        &self,
+        experts: &[E],
+        data: &Dataset,
+        order: &[usize],
+    ) -> Result<Vec<f64>, AggregateError> {
+        self.mixing_weights_and_risks(experts, data, order)
+            .map(|(mixing_weights, _)| mixing_weights)
+    }
+
+    /// λ together with each expert's total loss S_n,m = Σᵢ ℓ(⟨θ_m, xᵢ⟩, yᵢ) on `data`, which the
+    /// sweep computes anyway (the best single expert is the one with the smallest).
+    pub fn mixing_weights_and_risks<E: AsRef<[f64]>>(
+        &self,
+        experts: &[E],
+        data: &Dataset,
+        order: &[usize],
+    ) -> Result<(Vec<f64>, Vec<f64>), AggregateError> {
+        validate(experts, data)?;
+        check_order(order, data.len())?;
+        let m = experts.len();
+        let p = data.dim();
+        let flat: Vec<f64> = experts
+            .iter()
+            .flat_map(|e| e.as_ref().iter().copied())
+            .collect();
+        let expert_matrix = DMatrix::from_row_slice(m, p, &flat);
+        let mut cumulative = vec![0.0; m];
+        let mut lambda_sum = vec![0.0; m];
+        let mut buf = vec![0.0; BLOCK_ROWS.min(order.len()) * m];
+        for block in order.chunks(BLOCK_ROWS) {
+            let buf = &mut buf[..block.len() * m];
+            // Losses ℓ(⟨θ_m, x_t⟩, y_t), row t of the block in buf[t*m..(t+1)*m].
+            buf.par_chunks_mut(SUB_ROWS * m)
+                .zip(block.par_chunks(SUB_ROWS))
+                .for_each(|(out, rows)| block_losses(&expert_matrix, data, rows, out));
+            // Eq. 15 numerators need S_t = S_{t−1} + ℓ_t: sequential over t.
+            for row in buf.chunks_mut(m) {
+                for (s, l) in cumulative.iter_mut().zip(row.iter_mut()) {
+                    *s += *l;
+                    *l = *s;
+                }
+            }
+            let beta = self.beta;
+            let partials: Vec<Vec<f64>> = buf
+                .par_chunks(SUB_ROWS * m)
+                .map(|rows| softmax_sums(rows, m, beta))
+                .collect();
+            for part in &partials {
+                for (acc, v) in lambda_sum.iter_mut().zip(part) {
+                    *acc += v;
+                }
+            }
+        }
+        let n = order.len() as f64;
+        Ok((lambda_sum.into_iter().map(|v| v / n).collect(), cumulative))
+    }
+
+    /// Eq. 17: the aggregated linear model Σ_m λ_m θ_m, with the weights λ and each expert's
+    /// total loss on `data` (visited in a random order drawn from `rng`).
+    pub fn aggregate<E: AsRef<[f64]>, R: Rng + ?Sized>(
+        &self,
+        experts: &[E],
+        data: &Dataset,
+        rng: &mut R,
+    ) -> Result<Aggregate, AggregateError> {
+        let mut order: Vec<usize> = (0..data.len()).collect();
+        order.shuffle(rng);
+        let (mixing_weights, risks) = self.mixing_weights_and_risks(experts, data, &order)?;
+        Ok(Aggregate {
+            classifier: combine(experts, &mixing_weights),
+            mixing_weights,
+            risks,
+        })
+    }
+}
+
+/// The result of [`MirrorAveraging::aggregate`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Aggregate {
+    /// θ_agg = Σ λ_m θ_m (eq. 17).
+    pub classifier: LinearClassifier,
+    /// The mixing weights λ_m (eq. 16), one per expert, summing to 1.
+    pub mixing_weights: Vec<f64>,
+    /// Each expert's total logistic loss on the aggregator's data.
+    pub risks: Vec<f64>,
+}
+
+impl Aggregate {
+    /// Index of the expert with the smallest loss on the aggregator's data (first on ties).
+    pub fn best_single(&self) -> usize {
+        argmin(&self.risks)
+    }
+}
+
+/// Scores via one matrix product (M × p times p × rows) written straight into `out` — whose
+/// row-major rows × M layout is the column-major M × rows result — then logistic losses in place.
+fn block_losses(experts: &DMatrix<f64>, data: &Dataset, rows: &[usize], out: &mut [f64]) {
+    let p = data.dim();
+    let m = experts.nrows();
+    let mut xs = Vec::with_capacity(rows.len() * p);
+    for &r in rows {
+        xs.extend_from_slice(data.row(r));
+    }
+    let x_t = DMatrixView::from_slice(&xs, p, rows.len());
+    let mut scores = DMatrixViewMut::from_slice(out, m, rows.len());
+    scores.gemm(1.0, experts, &x_t, 0.0);
+    for (o, t) in out.chunks_mut(m).zip(rows) {
+        let y = data.label(*t);
+        for oi in o.iter_mut() {
+            *oi = fastmath::softplus(-y * *oi);
+        }
+    }
+}
+
+/// Σ_t λ^(t) over the rows of `cumulative` (each row: S_t for all experts).
+fn softmax_sums(cumulative: &[f64], m: usize, beta: f64) -> Vec<f64> {
+    let mut acc = vec![0.0; m];
+    // Experts within the cutoff of the best, with their (then normalised) weight. After the first
+    // rows most experts fall outside it, so only a few exponentials are computed per row.
+    let mut live: Vec<(usize, f64)> = Vec::with_capacity(m);
+    let cutoff = NEGLIGIBLE_EXPONENT * beta;
+    let inv_beta = 1.0 / beta;
+    for s in cumulative.chunks(m) {
+        let min = row_min(s);
+        live.clear();
+        live.extend(
+            s.iter()
+                .enumerate()
+                .filter(|&(_, &v)| v - min <= cutoff)
+                .map(|(i, &v)| (i, v)),
+        );
+        let mut z = 0.0;
+        for (_, v) in live.iter_mut() {
+            *v = fastmath::exp_nonpositive((min - *v) * inv_beta);
+            z += *v;
+        }
+        let inv = 1.0 / z;
+        for &(i, w) in &live {
+            acc[i] += w * inv;
+        }
+    }
+    acc
+}
+
+/// Minimum of a non-empty row, over four lanes so the loop vectorises (min is exact, so the lane
+/// split does not change the result).
+fn row_min(s: &[f64]) -> f64 {
+    let mut lanes = [f64::INFINITY; 4];
+    let chunks = s.chunks_exact(4);
+    let tail = chunks
+        .remainder()
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min);
+    for c in chunks {
+        for k in 0..4 {
+            lanes[k] = if c[k] < lanes[k] { c[k] } else { lanes[k] };
+        }
+    }
+    lanes.iter().copied().fold(tail, f64::min)
+}
+
+/// Direct serial transcription of eq. 15–16: one log-sum-exp per row, libm's `exp`/`log1p`, no
+/// blocking or skipping. It is the independent reference [`MirrorAveraging::mixing_weights`] is tested
+/// against and the baseline `dpagg-aggregator bench` times it against; O(n·M) and single-threaded.
+pub fn reference_weights<E: AsRef<[f64]>>(
+    experts: &[E],
+    data: &Dataset,
+    order: &[usize],
+    beta: f64,
+) -> Vec<f64> {
+    let loss = |z: f64, y: f64| {
+        let m = -y * z;
+        if m > 0.0 {
+            m + (-m).exp().ln_1p()
+        } else {
+            m.exp().ln_1p()
+        }
+    };
+    let m = experts.len();
+    let (mut s, mut acc) = (vec![0.0; m], vec![0.0; m]);
+    for &t in order {
+        for (k, e) in experts.iter().enumerate() {
+            s[k] += loss(dot(data.row(t), e.as_ref()), data.label(t));
+        }
+        let mx = s
+            .iter()
+            .map(|v| -v / beta)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let lse = mx + s.iter().map(|v| (-v / beta - mx).exp()).sum::<f64>().ln();
+        for (a, v) in acc.iter_mut().zip(&s) {
+            *a += (-v / beta - lse).exp();
+        }
+    }
+    acc.iter().map(|v| v / order.len() as f64).collect()
+}

@@ -1,0 +1,178 @@
+//! Tests of mirror averaging against its reference, its determinism and its comparators.
+
+use super::*;
+use crate::data::dataset::dot;
+use crate::data::synthetic::{SyntheticSpec, generate};
+use crate::learn::logistic::logistic_loss;
+use crate::privacy::noise::derived_rng;
+
+#[test]
+fn blocked_parallel_weights_match_the_reference() {
+    let d = generate(
+        &SyntheticSpec {
+            train: 2500,
+            ..SyntheticSpec::default()
+        },
+        &mut derived_rng(1, &[]),
+    );
+    let mut rng = derived_rng(2, &[]);
+    let experts: Vec<Vec<f64>> = (0..37)
+        .map(|k| {
+            d.normal
+                .iter()
+                .map(|w| w * (k as f64 / 10.0) + rand::RngExt::random_range(&mut rng, -0.5..0.5))
+                .collect()
+        })
+        .collect();
+    let order: Vec<usize> = (0..d.train.len()).rev().collect();
+    let ma = MirrorAveraging::new(3.0).expect("valid");
+    let fast = ma.mixing_weights(&experts, &d.train, &order).expect("ok");
+    let slow = reference_weights(&experts, &d.train, &order, 3.0);
+    assert!((fast.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    for (a, b) in fast.iter().zip(&slow) {
+        assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+    }
+}
+
+#[test]
+fn concentrates_on_a_perfect_expert_among_noise() {
+    let d = generate(&SyntheticSpec::default(), &mut derived_rng(3, &[]));
+    let mut rng = derived_rng(4, &[]);
+    let mut experts: Vec<Vec<f64>> = (0..50)
+        .map(|_| {
+            (0..10)
+                .map(|_| rand::RngExt::random_range(&mut rng, -3.0..3.0))
+                .collect()
+        })
+        .collect();
+    // A scaled true normal: near-zero loss on every point.
+    experts.insert(17, d.normal.iter().map(|w| w * 200.0).collect());
+    let agg = MirrorAveraging::new(3.0)
+        .expect("valid")
+        .aggregate(&experts, &d.train, &mut rng)
+        .expect("ok");
+    assert!(
+        agg.mixing_weights[17] > 0.99,
+        "λ of the perfect expert = {}",
+        agg.mixing_weights[17]
+    );
+    assert!(agg.classifier.accuracy(&d.test) > 0.99);
+    assert_eq!(agg.best_single(), 17);
+    assert_eq!(best_single(&experts, &d.train).expect("ok"), 17);
+    let direct: f64 = (0..d.train.len())
+        .map(|i| logistic_loss(dot(d.train.row(i), &experts[3]), d.train.label(i)))
+        .sum();
+    assert!((agg.risks[3] - direct).abs() < 1e-9 * direct);
+}
+
+#[test]
+fn equal_experts_get_equal_weights() {
+    let d = generate(
+        &SyntheticSpec {
+            train: 300,
+            ..SyntheticSpec::default()
+        },
+        &mut derived_rng(5, &[]),
+    );
+    let e: Vec<f64> = (0..10).map(|i| i as f64 * 0.1 - 0.3).collect();
+    let experts = vec![e.clone(); 4];
+    let lambda = MirrorAveraging::new(3.0)
+        .expect("valid")
+        .mixing_weights_shuffled(&experts, &d.train, &mut derived_rng(6, &[]))
+        .expect("ok");
+    for l in &lambda {
+        assert!((l - 0.25).abs() < 1e-15);
+    }
+}
+
+#[test]
+fn result_is_independent_of_thread_count() {
+    let d = generate(
+        &SyntheticSpec {
+            train: 3000,
+            ..SyntheticSpec::default()
+        },
+        &mut derived_rng(7, &[]),
+    );
+    let mut rng = derived_rng(8, &[]);
+    let experts: Vec<Vec<f64>> = (0..20)
+        .map(|_| {
+            (0..10)
+                .map(|_| rand::RngExt::random_range(&mut rng, -2.0..2.0))
+                .collect()
+        })
+        .collect();
+    let order: Vec<usize> = (0..d.train.len()).collect();
+    let ma = MirrorAveraging::new(3.0).expect("valid");
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("pool")
+        .install(|| ma.mixing_weights(&experts, &d.train, &order))
+        .expect("ok");
+    let three = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .expect("pool")
+        .install(|| ma.mixing_weights(&experts, &d.train, &order))
+        .expect("ok");
+    assert_eq!(one, three);
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let d = Dataset::new(vec![0.5, 0.5], vec![1.0], 2);
+    let ma = MirrorAveraging::new(3.0).expect("valid");
+    assert!(
+        !MirrorAveraging::new(2.0)
+            .expect("valid")
+            .covered_by_oracle_inequality()
+    );
+    assert!(
+        MirrorAveraging::new(3.0)
+            .expect("valid")
+            .covered_by_oracle_inequality()
+    );
+    assert_eq!(
+        MirrorAveraging::new(0.0).expect_err("must fail"),
+        AggregateError::InvalidBeta(0.0)
+    );
+    assert!(
+        MirrorAveraging::new(f64::NAN)
+            .expect_err("must fail")
+            .to_string()
+            .contains("beta")
+    );
+    assert_eq!(
+        ma.mixing_weights::<Vec<f64>>(&[], &d, &[0])
+            .expect_err("must fail"),
+        AggregateError::NoExperts
+    );
+    assert_eq!(
+        ma.mixing_weights(&[vec![1.0]], &d, &[0])
+            .expect_err("must fail"),
+        AggregateError::DimensionMismatch {
+            index: 0,
+            found: 1,
+            expected: 2
+        }
+    );
+    assert_eq!(
+        ma.mixing_weights(&[vec![1.0, f64::NAN]], &d, &[0])
+            .expect_err("must fail"),
+        AggregateError::NonFinite(0)
+    );
+    assert_eq!(
+        ma.mixing_weights(&[vec![1.0, 1.0]], &d, &[1])
+            .expect_err("must fail"),
+        AggregateError::BadOrder(1)
+    );
+}
+
+#[test]
+fn comparators() {
+    let experts = vec![vec![1.0, 0.0], vec![0.0, 1.0], vec![-1.0, 0.0]];
+    assert_eq!(uniform_average(&experts).coefficients(), &[0.0, 1.0 / 3.0]);
+    let d = Dataset::new(vec![0.9, 0.1, -0.8, 0.0], vec![1.0, -1.0], 2);
+    assert_eq!(best_single(&experts, &d).expect("ok"), 0);
+}

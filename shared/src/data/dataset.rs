@@ -1,0 +1,158 @@
+//! An in-memory, already-normalised labelled dataset.
+//!
+//! Rows are stored row-major in one contiguous `Vec<f64>` so that solver passes stream through
+//! memory once. Labels are ±1. A `Dataset` does not know where its rows came from; the invariant
+//! that every row satisfies ||x||₂ ≤ 1 is established by [`crate::data::csv`] (schema normalisation)
+//! and [`crate::data::synthetic`] (unit-sphere data) and checked by [`Dataset::max_row_norm`] in tests.
+
+use serde::{Deserialize, Serialize};
+
+/// A labelled dataset: `n` rows of dimension `dim`, labels in {−1, +1}.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dataset {
+    x: Vec<f64>,
+    y: Vec<f64>,
+    dim: usize,
+}
+
+impl Dataset {
+    /// Builds a dataset from row-major features and ±1 labels.
+    ///
+    /// # Panics
+    /// If `x.len() != y.len() * dim` or a label is not ±1: both are programming errors of the
+    /// caller, never consequences of user input (loaders validate before building).
+    pub fn new(x: Vec<f64>, y: Vec<f64>, dim: usize) -> Self {
+        assert_eq!(
+            x.len(),
+            y.len() * dim,
+            "feature buffer does not match n × dim"
+        );
+        assert!(
+            y.iter().all(|&v| v == 1.0 || v == -1.0),
+            "labels must be ±1"
+        );
+        Self { x, y, dim }
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.y.len()
+    }
+
+    /// True when the dataset has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.y.is_empty()
+    }
+
+    /// Number of columns (features, including the intercept column if the schema adds one).
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Row `i` as a slice of length [`Dataset::dim`].
+    pub fn row(&self, i: usize) -> &[f64] {
+        &self.x[i * self.dim..(i + 1) * self.dim]
+    }
+
+    /// Label of row `i` (±1).
+    pub fn label(&self, i: usize) -> f64 {
+        self.y[i]
+    }
+
+    /// All labels.
+    pub fn labels(&self) -> &[f64] {
+        &self.y
+    }
+
+    /// The row-major feature buffer.
+    pub fn features(&self) -> &[f64] {
+        &self.x
+    }
+
+    /// A new dataset holding the given rows, in the given order.
+    pub fn subset(&self, rows: &[usize]) -> Dataset {
+        let mut x = Vec::with_capacity(rows.len() * self.dim);
+        let mut y = Vec::with_capacity(rows.len());
+        for &i in rows {
+            x.extend_from_slice(self.row(i));
+            y.push(self.y[i]);
+        }
+        Dataset {
+            x,
+            y,
+            dim: self.dim,
+        }
+    }
+
+    /// Concatenates datasets of equal dimension (used for the centralised baseline).
+    ///
+    /// # Panics
+    /// If the dimensions differ (a programming error).
+    pub fn concat<'a>(parts: impl IntoIterator<Item = &'a Dataset>) -> Dataset {
+        let mut it = parts.into_iter().peekable();
+        let dim = it.peek().map_or(0, |d| d.dim);
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        for part in it {
+            assert_eq!(
+                part.dim, dim,
+                "cannot concatenate datasets of different dimension"
+            );
+            x.extend_from_slice(&part.x);
+            y.extend_from_slice(&part.y);
+        }
+        Dataset { x, y, dim }
+    }
+
+    /// Largest Euclidean row norm (0 for an empty dataset). Privacy proofs need this ≤ 1.
+    pub fn max_row_norm(&self) -> f64 {
+        (0..self.len())
+            .map(|i| self.row(i).iter().map(|v| v * v).sum::<f64>().sqrt())
+            .fold(0.0, f64::max)
+    }
+
+    /// Fraction of rows on which `sign(⟨θ, x⟩)` equals the label (a zero margin counts as +1).
+    pub fn accuracy(&self, theta: &[f64]) -> f64 {
+        if self.is_empty() {
+            return f64::NAN;
+        }
+        let correct = (0..self.len())
+            .filter(|&i| {
+                let z: f64 = dot(self.row(i), theta);
+                let pred = if z >= 0.0 { 1.0 } else { -1.0 };
+                pred == self.y[i]
+            })
+            .count();
+        correct as f64 / self.len() as f64
+    }
+}
+
+/// Dot product of two equal-length slices.
+#[inline]
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    debug_assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(u, v)| u * v).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subset_concat_and_accuracy() {
+        let d = Dataset::new(
+            vec![1.0, 0.0, 0.0, 1.0, -1.0, 0.0],
+            vec![1.0, -1.0, -1.0],
+            2,
+        );
+        assert_eq!(d.len(), 3);
+        let s = d.subset(&[2, 0]);
+        assert_eq!(s.row(0), &[-1.0, 0.0]);
+        assert_eq!(s.labels(), &[-1.0, 1.0]);
+        let c = Dataset::concat([&s, &d]);
+        assert_eq!(c.len(), 5);
+        // θ = (1, -1): row0 z=1 (+1 ✓), row1 z=-1 (−1 ✓), row2 z=-1 (−1 ✓)
+        assert_eq!(d.accuracy(&[1.0, -1.0]), 1.0);
+        assert_eq!(d.accuracy(&[-1.0, 1.0]), 0.0);
+        assert!((d.max_row_norm() - 1.0).abs() < 1e-15);
+    }
+}

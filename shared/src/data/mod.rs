@@ -1,0 +1,23 @@
+//! The data layer: where rows come from and how they reach the unit ball.
+//!
+//! - [`dataset`]: [`Dataset`], an in-memory normalised labelled dataset (row-major, labels ±1).
+//! - [`schema`]: the public schema (declared feature bounds, label spelling, intercept, the map
+//!   into the unit ball with its public centres and scales; invariant 2: declared, never measured).
+//! - [`normalise`]: the two per-record maps, `paper` (seed 001) and `ball` (the default).
+//! - [`csv`]: reading a CSV file against a schema; every error names file, line and column.
+//! - [`bundled`]: the two public datasets compiled into the binaries, and the paper's splits.
+//! - [`synthetic`]: seed 001 §5.1 synthetic data.
+//! - [`partition`]: partitions over organisations and stratified test splits.
+//!
+//! A new dataset goes into [`bundled`] (a CSV and a hand-written schema in `data/`) or is read
+//! from a file with [`csv::load_csv`]; nothing else needs to know about it.
+
+pub mod bundled;
+pub mod csv;
+pub mod dataset;
+pub mod normalise;
+pub mod partition;
+pub mod schema;
+pub mod synthetic;
+
+pub use dataset::Dataset;

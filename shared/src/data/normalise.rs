@@ -1,0 +1,437 @@
+//! The two per-record maps of a raw row into the unit ball, chosen by the schema's
+//! `[normalisation] mode`. Both are fixed functions of one record and of public constants from
+//! the schema, so replacing one raw record changes exactly one mapped row and every mechanism's
+//! replace-one guarantee carries over (invariant 2: nothing here is a statistic of the data).
+//!
+//! # `paper` (seed 001 §5's map; a schema without a `[normalisation]` table)
+//!
+//! 1. clip v to the declared [lo, hi] (counted);
+//! 2. map affinely onto [−1, 1]: 2(v − lo)/(hi − lo) − 1;
+//! 3. append a constant 1 when the schema has an intercept;
+//! 4. divide every component by √dim, so ‖x‖ ≤ 1.
+//!
+//! # `ball` (issue 11; the default for a schema with a `[normalisation]` table)
+//!
+//! For feature j of a raw record v:
+//! 1. a NaN, or v equal to the declared `missing` sentinel, gives z = 0 (the centre);
+//! 2. otherwise clip v to [lo, hi] (counted), t = T(v) with T the identity or
+//!    `log1p`: ln(1 + v/unit);
+//! 3. z = (t − center)/scale, with `center` and `scale` declared and cited in the schema.
+//!
+//! Then for the row: u = row_scale · z (default row_scale = 2/√p for p features), append the
+//! intercept constant a (`intercept_value`, default 0.2) when the schema has an intercept, and if
+//! ‖x‖ > 1 project x onto the unit ball, x ← x/‖x‖ (counted). Projection keeps the row's
+//! direction; centred features and a small intercept constant give the learners rows whose signal
+//! uses the whole ball instead of a common offset of norm ≈ 0.6 (research note `NOTES.md` §A).
+//!
+//! Both maps end with the same guard: rounding can leave the computed norm a few ulps above 1,
+//! so the row is shrunk until [`crate::Dataset::max_row_norm`] computes at most 1.
+
+use super::schema::FeatureSpec;
+use serde::{Deserialize, Serialize};
+
+/// Which map a schema uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MapMode {
+    /// Clip, map to [−1, 1], append 1, divide by √dim (seed 001 §5).
+    Paper,
+    /// Transform, centre and scale with public constants, then project onto the unit ball.
+    #[default]
+    Ball,
+}
+
+/// The per-feature transform of ball mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transform {
+    /// T(v) = v.
+    #[default]
+    Identity,
+    /// T(v) = ln(1 + v/unit).
+    Log1p,
+}
+
+/// The schema's `[normalisation]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Normalisation {
+    /// `paper` or `ball` (default `ball`).
+    #[serde(default)]
+    pub mode: MapMode,
+    /// Ball mode: the factor applied to every standardised feature (default 2/√p).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_scale: Option<f64>,
+    /// Ball mode: the constant appended for the intercept, in (0, 1) (default 0.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intercept_value: Option<f64>,
+}
+
+/// The intercept constant of ball mode unless the schema says otherwise.
+pub const DEFAULT_INTERCEPT_VALUE: f64 = 0.2;
+/// κ of the default row scale κ/√p.
+pub const DEFAULT_ROW_SCALE_KAPPA: f64 = 2.0;
+
+/// What normalising one row did, in counts only (never values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RowReport {
+    /// Values clipped to their declared bounds (NaN included).
+    pub clipped: usize,
+    /// Values equal to their feature's `missing` sentinel (ball mode).
+    pub missing: usize,
+    /// Whether the row was projected onto the unit ball (ball mode).
+    pub projected: bool,
+}
+
+/// The constants of the ball map, resolved from the schema.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct BallRow {
+    pub(crate) row_scale: f64,
+    pub(crate) intercept: Option<f64>,
+}
+
+/// Clips `v` to [lo, hi]: the value and whether it changed.
+fn clip(v: f64, f: &FeatureSpec) -> (f64, bool) {
+    if v < f.lo {
+        (f.lo, true)
+    } else if v > f.hi {
+        (f.hi, true)
+    } else {
+        (v, false)
+    }
+}
+
+/// The paper map of `raw` into `out` (see the module documentation).
+pub(crate) fn paper_row(
+    features: &[FeatureSpec],
+    intercept: bool,
+    raw: &[f64],
+    out: &mut [f64],
+) -> RowReport {
+    let dim = out.len();
+    let scale = 1.0 / (dim as f64).sqrt();
+    let mut report = RowReport::default();
+    for ((f, &v), o) in features.iter().zip(raw).zip(out.iter_mut()) {
+        let (c, clipped) = if v.is_nan() {
+            (0.5 * (f.lo + f.hi), true)
+        } else {
+            clip(v, f)
+        };
+        report.clipped += usize::from(clipped);
+        let unit = (2.0 * (c - f.lo) / (f.hi - f.lo) - 1.0).clamp(-1.0, 1.0);
+        *o = unit * scale;
+    }
+    if intercept {
+        out[dim - 1] = scale;
+    }
+    shrink_into_ball(out);
+    report
+}
+
+/// z of one feature in ball mode, and what happened to it (clipped, missing).
+fn standardise(f: &FeatureSpec, v: f64) -> (f64, bool, bool) {
+    if v.is_nan() {
+        return (0.0, true, false);
+    }
+    if f.is_missing(v) {
+        return (0.0, false, true);
+    }
+    let (c, clipped) = clip(v, f);
+    let t = match f.transform.unwrap_or_default() {
+        Transform::Identity => c,
+        Transform::Log1p => (c / f.unit.unwrap_or(1.0)).ln_1p(),
+    };
+    let (center, scale) = (f.center.unwrap_or(0.0), f.scale.unwrap_or(1.0));
+    (((t - center) / scale), clipped, false)
+}
+
+/// The ball map of `raw` into `out` (see the module documentation).
+pub(crate) fn ball_row(
+    features: &[FeatureSpec],
+    ball: BallRow,
+    raw: &[f64],
+    out: &mut [f64],
+) -> RowReport {
+    let mut report = RowReport::default();
+    for ((f, &v), o) in features.iter().zip(raw).zip(out.iter_mut()) {
+        let (z, clipped, missing) = standardise(f, v);
+        report.clipped += usize::from(clipped);
+        report.missing += usize::from(missing);
+        *o = ball.row_scale * z;
+    }
+    if let Some(a) = ball.intercept {
+        out[features.len()] = a;
+    }
+    let norm = l2_norm(out);
+    if norm > 1.0 {
+        report.projected = true;
+        out.iter_mut().for_each(|v| *v /= norm);
+    }
+    shrink_into_ball(out);
+    report
+}
+
+/// Rounding can leave the computed norm a few ulps above 1; shrink until it is not. Each pass
+/// shrinks by more than the rounding error of the norm itself, so one pass suffices in practice;
+/// the loop only makes the guarantee unconditional.
+fn shrink_into_ball(out: &mut [f64]) {
+    let shrink = 1.0 - (2.0 * out.len() as f64 * f64::EPSILON).min(0.5);
+    let mut norm = l2_norm(out);
+    while norm > 1.0 {
+        let s = shrink / norm;
+        out.iter_mut().for_each(|v| *v *= s);
+        norm = l2_norm(out);
+    }
+}
+
+/// Euclidean norm, computed exactly as [`crate::Dataset::max_row_norm`] does.
+pub(crate) fn l2_norm(row: &[f64]) -> f64 {
+    row.iter().map(|v| v * v).sum::<f64>().sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::schema::{Schema, SchemaError};
+
+    const BALL: &str = r#"
+name = "toy"
+[normalisation]
+[label]
+column = "y"
+positive = "yes"
+negative = "no"
+[[features]]
+name = "a"
+lo = 0.0
+hi = 10.0
+center = 4.0
+scale = 2.0
+missing = -1.0
+[[features]]
+name = "b"
+lo = 0.0
+hi = 100.0
+transform = "log1p"
+unit = 10.0
+center = 1.0
+scale = 0.5
+"#;
+
+    fn ball() -> Schema {
+        Schema::from_toml_str(BALL, "toy.schema.toml").expect("valid")
+    }
+
+    fn err(text: &str) -> SchemaError {
+        Schema::from_toml_str(text, "bad.schema.toml").expect_err("must be rejected")
+    }
+
+    #[test]
+    fn a_table_without_mode_is_ball_with_defaults_written_in() {
+        let s = ball();
+        assert_eq!(s.mode(), MapMode::Ball);
+        let t = s.normalisation.as_ref().expect("table");
+        assert_eq!(t.row_scale, Some(2.0 / 2f64.sqrt()));
+        assert_eq!(t.intercept_value, Some(DEFAULT_INTERCEPT_VALUE));
+        assert_eq!(s.features[0].transform, Some(Transform::Identity));
+        assert_eq!(s.features[1].unit, Some(10.0));
+        // Writing the defaults out gives the same schema and fingerprint.
+        let explicit = BALL.replace(
+            "[normalisation]",
+            &format!(
+                "[normalisation]\nmode = \"ball\"\nrow_scale = {}\nintercept_value = 0.2",
+                2.0 / 2f64.sqrt()
+            ),
+        );
+        let e = Schema::from_toml_str(&explicit, "x").expect("valid");
+        assert_eq!(e.fingerprint(), s.fingerprint());
+        // Every public constant is part of the fingerprint.
+        for (from, to) in [
+            ("center = 4.0", "center = 4.5"),
+            ("scale = 0.5", "scale = 0.6"),
+            ("missing = -1.0", "missing = -2.0"),
+            ("unit = 10.0", "unit = 11.0"),
+            ("[normalisation]", "[normalisation]\nintercept_value = 0.3"),
+        ] {
+            let other = Schema::from_toml_str(&BALL.replace(from, to), "x").expect("valid");
+            assert_ne!(other.fingerprint(), s.fingerprint(), "{to}");
+        }
+    }
+
+    #[test]
+    fn known_row_maps_to_known_values() {
+        let s = ball();
+        let r = 2.0 / 2f64.sqrt();
+        let mut out = [0.0; 3];
+        // a = 4.5 → z = 0.25; b = 15 → T = ln 2.5, z = (ln 2.5 − 1)/0.5; norm < 1: no projection.
+        let report = s.normalise_row(&[4.5, 15.0], &mut out);
+        let want = [0.25 * r, (2.5f64.ln() - 1.0) / 0.5 * r, 0.2];
+        assert!(want.iter().map(|v| v * v).sum::<f64>() < 1.0);
+        for (o, w) in out.iter().zip(want) {
+            assert!((o - w).abs() < 1e-15, "{out:?}");
+        }
+        assert_eq!(report, RowReport::default());
+        // The missing sentinel maps to z = 0, clipping is counted, long rows are projected.
+        let report = s.normalise_row(&[-1.0, 1e9], &mut out);
+        assert_eq!(
+            (report.missing, report.clipped, report.projected),
+            (1, 1, true)
+        );
+        let zb = ((100.0f64 / 10.0).ln_1p() - 1.0) / 0.5 * r;
+        let norm = (zb * zb + 0.04).sqrt();
+        assert!(
+            out[0] == 0.0
+                && (out[1] - zb / norm).abs() < 1e-15
+                && (out[2] - 0.2 / norm).abs() < 1e-15
+        );
+        // NaN is the centre and counted as clipped; infinities clip.
+        let report = s.normalise_row(&[f64::NAN, f64::NEG_INFINITY], &mut out);
+        assert_eq!(report.clipped, 2);
+        assert!(out.iter().all(|v| v.is_finite()) && l2_norm(&out) <= 1.0);
+    }
+
+    #[test]
+    fn ball_rows_stay_in_the_unit_ball_for_any_input() {
+        let s = ball();
+        let mut out = [0.0; 3];
+        let values = [
+            -1e300,
+            -1e12,
+            -10.0,
+            -1.0,
+            0.0,
+            1e-300,
+            0.5,
+            4.0,
+            10.0,
+            99.0,
+            100.0,
+            1e12,
+            1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ];
+        for &a in &values {
+            for &b in &values {
+                s.normalise_row(&[a, b], &mut out);
+                assert!(out.iter().all(|v| v.is_finite()), "{a} {b}");
+                assert!(l2_norm(&out) <= 1.0, "{a} {b}: {}", l2_norm(&out));
+                let d = crate::Dataset::new(out.to_vec(), vec![1.0], 3);
+                assert!(d.max_row_norm() <= 1.0);
+            }
+        }
+    }
+
+    #[test]
+    fn paper_map_of_a_ball_schema_is_the_old_map() {
+        let s = ball();
+        let p = s.paper_map();
+        assert_eq!(p.mode(), MapMode::Paper);
+        assert!(
+            p.features
+                .iter()
+                .all(|f| f.center.is_none() && f.transform.is_none())
+        );
+        let mut out = [0.0; 3];
+        p.normalise_row(&[5.0, 50.0], &mut out);
+        let r3 = 3f64.sqrt();
+        for (o, w) in out.iter().zip([0.0, 0.0, 1.0 / r3]) {
+            assert!((o - w).abs() < 1e-15, "{out:?}");
+        }
+    }
+
+    #[test]
+    fn invalid_ball_keys_are_one_line_errors_naming_the_key() {
+        let cases = [
+            (
+                "center = 4.0\n",
+                "",
+                "feature `a` center: required in ball mode",
+            ),
+            (
+                "scale = 2.0",
+                "scale = 0.0",
+                "feature `a` scale: must be a finite number > 0",
+            ),
+            (
+                "scale = 2.0",
+                "scale = nan",
+                "feature `a` scale: must be a finite number > 0",
+            ),
+            (
+                "missing = -1.0",
+                "missing = inf",
+                "feature `a` missing: must be finite",
+            ),
+            (
+                "missing = -1.0",
+                "unit = 3.0",
+                "feature `a` unit: only used with transform = \"log1p\"",
+            ),
+            (
+                "unit = 10.0",
+                "unit = -1.0",
+                "feature `b` unit: must be a finite number > 0",
+            ),
+            (
+                "lo = 0.0\nhi = 100.0",
+                "lo = -20.0\nhi = 100.0",
+                "feature `b` unit: log1p needs lo > −unit",
+            ),
+            (
+                "[normalisation]",
+                "[normalisation]\nintercept_value = 1.0",
+                "normalisation.intercept_value: must be in (0, 1)",
+            ),
+            (
+                "[normalisation]",
+                "[normalisation]\nrow_scale = 0",
+                "normalisation.row_scale: must be a finite number > 0",
+            ),
+            (
+                "[normalisation]",
+                "[normalisation]\nmode = \"paper\"",
+                "feature `a` center: only used in ball mode",
+            ),
+            (
+                "[normalisation]\n",
+                "",
+                "feature `a` center: only used in ball mode",
+            ),
+        ];
+        for (from, to, want) in cases {
+            assert!(BALL.contains(from), "{from}");
+            let e = err(&BALL.replacen(from, to, 1));
+            let msg = e.to_string();
+            assert!(matches!(e, SchemaError::Normalisation { .. }), "{msg}");
+            assert!(msg.starts_with("bad.schema.toml: "), "{msg}");
+            assert!(msg.contains(want), "{msg} does not contain {want}");
+            assert!(!msg.contains('\n'));
+        }
+        // Unknown keys and values are syntax errors naming them.
+        let e = err(&BALL.replace("[normalisation]", "[normalisation]\nkappa = 2"));
+        assert!(e.to_string().contains("kappa"), "{e}");
+        let e = err(&BALL.replace("transform = \"log1p\"", "transform = \"sqrt\""));
+        assert!(e.to_string().contains("sqrt"), "{e}");
+    }
+
+    #[test]
+    fn paper_keys_in_a_paper_table_are_refused() {
+        let text = BALL
+            .replace("center = 4.0\nscale = 2.0\nmissing = -1.0\n", "")
+            .replace(
+                "transform = \"log1p\"\nunit = 10.0\ncenter = 1.0\nscale = 0.5\n",
+                "",
+            )
+            .replace("[normalisation]", "[normalisation]\nmode = \"paper\"");
+        let s = Schema::from_toml_str(&text, "x").expect("a paper table alone is valid");
+        assert_eq!(s.mode(), MapMode::Paper);
+        let e = err(&text.replace("mode = \"paper\"", "mode = \"paper\"\nrow_scale = 1.0"));
+        assert!(
+            e.to_string()
+                .contains("normalisation.row_scale: only used in ball mode"),
+            "{e}"
+        );
+    }
+}

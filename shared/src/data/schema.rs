@@ -1,0 +1,974 @@
+//! The public data schema: which columns a dataset has, how its label is spelled, the declared
+//! bounds of every feature and how rows are mapped into the unit ball.
+//!
+//! A schema is a small TOML file written by hand and shared by every organisation taking part in a
+//! learning round:
+//!
+//! ```toml
+//! name = "diabetes"
+//! description = "Pima Indians Diabetes"
+//! intercept = true            # append a constant-1 column (default true)
+//! [label]
+//! column = "diabetes"
+//! positive = "pos"            # maps to +1
+//! negative = "neg"            # maps to -1; any other value is an error
+//! [normalisation]             # optional; absent: mode = "paper" (seed 001's map)
+//! mode = "ball"               # "ball" (default when the table is present) | "paper"
+//! row_scale = 0.7071          # ball: factor on every standardised feature (default 2/sqrt(p))
+//! intercept_value = 0.2       # ball: the constant appended for the intercept, in (0, 1)
+//! [[features]]
+//! name = "glucose"
+//! lo = 0.0
+//! hi = 200.0
+//! description = "2-h OGTT plasma glucose"   # optional
+//! transform = "identity"      # ball: "identity" (default) | "log1p", T(v) = ln(1 + v/unit)
+//! unit = 1.0                  # ball, log1p only: > 0, with lo > −unit
+//! center = 140.0              # ball: required, finite
+//! scale = 40.0                # ball: required, > 0
+//! missing = 0.0               # ball, optional: a raw value equal to it maps to z = 0
+//! source = "WHO 1999 / ADA"   # optional: where center and scale come from
+//! ```
+//!
+//! # Why the bounds are declared, never measured
+//!
+//! Every privacy guarantee in this project (seed 001 §4.2) assumes that the support of the feature
+//! vector `X` lies inside the unit ball, ||x||₂ ≤ 1. Mapping raw records into the unit ball needs a
+//! scale, and that scale must be **public**: it comes from this schema, never from the private
+//! data. A maximum or a range computed from the data is a function of single records (the largest
+//! one), so rescaling by it would leak that record, and it would also change the sensitivity the
+//! proofs rely on. Hence bounds are written in the schema from domain knowledge or published
+//! documentation and are never derived from a dataset at run time.
+//!
+//! The same holds for the centres and scales of ball mode: they are written by hand from domain
+//! knowledge or published reference values (cited in the schema's comments and `source`), never
+//! computed from the data.
+//!
+//! # Normalisation
+//!
+//! [`Schema::normalise_row`] maps a raw row to a row of norm at most 1 with one of two per-record
+//! maps ([`super::normalise`]): `paper` (clip, map to [−1, 1], append 1, divide by √dim — the map
+//! of every schema without a `[normalisation]` table, unchanged) or `ball` (clip, transform,
+//! centre and scale with public constants, multiply by `row_scale`, append `intercept_value`,
+//! project onto the unit ball). A final guard rescales the row if floating-point rounding pushes
+//! the computed norm above `1.0`, so the bound holds exactly as [`crate::Dataset::max_row_norm`]
+//! computes it, whatever the input.
+//!
+//! # Fingerprint
+//!
+//! [`Schema::fingerprint`] is what nodes and aggregators compare to make sure they learn on the
+//! same features, in the same order, mapped the same way. Keys of ball mode that are absent are
+//! left out of the canonical form, so a schema without them keeps the fingerprint it had before
+//! they existed.
+
+use std::fmt;
+use std::path::Path;
+
+use super::normalise::{
+    self, BallRow, DEFAULT_INTERCEPT_VALUE, DEFAULT_ROW_SCALE_KAPPA, MapMode, Normalisation,
+    RowReport, Transform,
+};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// One feature column with its declared, public bounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeatureSpec {
+    /// Column name, matched against the CSV header.
+    pub name: String,
+    /// Declared lower bound; smaller values are clipped to it.
+    pub lo: f64,
+    /// Declared upper bound; larger values are clipped to it. Must be `> lo`.
+    pub hi: f64,
+    /// Free-text description (unit, meaning); informative only.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Ball mode: T, the transform applied before centring (default identity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transform: Option<Transform>,
+    /// Ball mode, `log1p` only: T(v) = ln(1 + v/unit) (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<f64>,
+    /// Ball mode: the public centre of T(v).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub center: Option<f64>,
+    /// Ball mode: the public scale of T(v), > 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<f64>,
+    /// Ball mode: a raw value meaning "not measured", mapped to the centre (z = 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<f64>,
+    /// Where `center` and `scale` come from; informative only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+impl FeatureSpec {
+    /// A feature with bounds only (what a paper-mode schema declares).
+    pub fn bounded(name: impl Into<String>, lo: f64, hi: f64) -> Self {
+        Self {
+            name: name.into(),
+            lo,
+            hi,
+            description: None,
+            transform: None,
+            unit: None,
+            center: None,
+            scale: None,
+            missing: None,
+            source: None,
+        }
+    }
+
+    /// True when `v` is this feature's declared `missing` sentinel.
+    pub fn is_missing(&self, v: f64) -> bool {
+        self.missing == Some(v)
+    }
+
+    /// The keys only ball mode reads, by name, when present.
+    fn ball_keys(&self) -> Vec<&'static str> {
+        [
+            ("transform", self.transform.is_some()),
+            ("unit", self.unit.is_some()),
+            ("center", self.center.is_some()),
+            ("scale", self.scale.is_some()),
+            ("missing", self.missing.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(k, present)| present.then_some(k))
+        .collect()
+    }
+}
+
+/// The label column and the spelling of its two classes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabelSpec {
+    /// Column name, matched against the CSV header.
+    pub column: String,
+    /// Value mapped to the label `+1`.
+    pub positive: String,
+    /// Value mapped to the label `−1`. Any value other than `positive` and `negative` is an error.
+    pub negative: String,
+}
+
+/// A validated public schema. Build it with [`Schema::from_toml_str`] or [`Schema::load`], which
+/// check every invariant listed on [`SchemaError`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Schema {
+    /// Short name of the dataset (e.g. `diabetes`).
+    pub name: String,
+    /// Free-text description; informative only.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Whether a constant-1 column is appended after the features (default `true`).
+    #[serde(default = "default_intercept")]
+    pub intercept: bool,
+    /// The label column.
+    pub label: LabelSpec,
+    /// The feature columns, in the order they appear in normalised rows.
+    pub features: Vec<FeatureSpec>,
+    /// How rows are mapped into the unit ball; absent means the `paper` map.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normalisation: Option<Normalisation>,
+}
+
+fn default_intercept() -> bool {
+    true
+}
+
+/// Why a schema could not be loaded. Every message is one line and starts with the file name.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    /// The schema file could not be read.
+    #[error("{origin}: cannot read schema: {source}")]
+    Io {
+        /// The file, as given.
+        origin: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Malformed TOML, a missing or mistyped field, or an unknown key.
+    #[error("{origin}{}: {message}", Position(*.line, *.column))]
+    Syntax {
+        /// The file, as given.
+        origin: String,
+        /// 1-based line of the offending text, when the parser reports one.
+        line: Option<usize>,
+        /// 1-based column of the offending text, when the parser reports one.
+        column: Option<usize>,
+        /// The parser's message, on one line.
+        message: String,
+    },
+    /// No `[[features]]` entry.
+    #[error("{origin}: features: at least one `[[features]]` entry is required")]
+    NoFeatures {
+        /// The file, as given.
+        origin: String,
+    },
+    /// A name (schema name, feature name, label column or label value) is empty.
+    #[error("{origin}: {field}: must not be empty")]
+    EmptyName {
+        /// The file, as given.
+        origin: String,
+        /// Which field, e.g. ``feature #3 name`` or `label.positive`.
+        field: String,
+    },
+    /// Two features share a name.
+    #[error("{origin}: feature `{name}`: declared more than once")]
+    DuplicateFeature {
+        /// The file, as given.
+        origin: String,
+        /// The repeated name.
+        name: String,
+    },
+    /// The label column is also declared as a feature.
+    #[error("{origin}: label.column `{column}`: is also declared as a feature")]
+    LabelIsFeature {
+        /// The file, as given.
+        origin: String,
+        /// The column name.
+        column: String,
+    },
+    /// A bound is NaN or infinite, or `hi − lo` overflows.
+    #[error(
+        "{origin}: feature `{name}`: lo ({lo}) and hi ({hi}) must be finite, with a finite hi − lo"
+    )]
+    NonFiniteBound {
+        /// The file, as given.
+        origin: String,
+        /// The feature.
+        name: String,
+        /// Declared lower bound.
+        lo: f64,
+        /// Declared upper bound.
+        hi: f64,
+    },
+    /// `lo ≥ hi`.
+    #[error("{origin}: feature `{name}`: lo ({lo}) must be < hi ({hi})")]
+    EmptyRange {
+        /// The file, as given.
+        origin: String,
+        /// The feature.
+        name: String,
+        /// Declared lower bound.
+        lo: f64,
+        /// Declared upper bound.
+        hi: f64,
+    },
+    /// `label.positive == label.negative`.
+    #[error("{origin}: label: positive and negative must differ (both are {value:?})")]
+    SameLabelValues {
+        /// The file, as given.
+        origin: String,
+        /// The value given to both.
+        value: String,
+    },
+    /// A key of the `[normalisation]` table or a ball-mode key of a feature is missing, out of
+    /// range, or given in paper mode.
+    #[error("{origin}: {field}: {message}")]
+    Normalisation {
+        /// The file, as given.
+        origin: String,
+        /// Which key, e.g. ``feature `glucose` scale`` or `normalisation.row_scale`.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Formats an optional `:line:column` suffix.
+struct Position(Option<usize>, Option<usize>);
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.0, self.1) {
+            (Some(l), Some(c)) => write!(f, ":{l}:{c}"),
+            (Some(l), None) => write!(f, ":{l}"),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// 1-based (line, column) of byte offset `at` in `text` (column counted in characters).
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let at = at.min(text.len());
+    let at = (0..=at)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    (line, column)
+}
+
+/// Collapses whitespace runs (including newlines) to single spaces, so messages stay on one line.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl Schema {
+    /// Parses and validates a schema from TOML text. `origin` (usually the file name) starts every
+    /// error message.
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<Schema, SchemaError> {
+        let mut schema: Schema = toml::from_str(text).map_err(|e| {
+            let (line, column) = match e.span() {
+                Some(span) => {
+                    let (l, c) = line_col(text, span.start);
+                    (Some(l), Some(c))
+                }
+                None => (None, None),
+            };
+            SchemaError::Syntax {
+                origin: origin.to_owned(),
+                line,
+                column,
+                message: one_line(e.message()),
+            }
+        })?;
+        schema.validate(origin)?;
+        schema.fill_ball_defaults();
+        Ok(schema)
+    }
+
+    /// In ball mode, writes every default (row scale, intercept constant, transform, unit) into
+    /// the schema, so that its fingerprint covers the map actually used.
+    fn fill_ball_defaults(&mut self) {
+        if self.mode() != MapMode::Ball {
+            return;
+        }
+        let ball = self.ball();
+        if let Some(t) = self.normalisation.as_mut() {
+            t.row_scale = Some(ball.row_scale);
+            t.intercept_value = t.intercept_value.or(Some(DEFAULT_INTERCEPT_VALUE));
+        }
+        for f in &mut self.features {
+            let transform = f.transform.unwrap_or_default();
+            f.transform = Some(transform);
+            if transform == Transform::Log1p {
+                f.unit = f.unit.or(Some(1.0));
+            }
+        }
+    }
+
+    /// Reads, parses and validates a schema file. Error messages start with the path as given.
+    pub fn load(path: &Path) -> Result<Schema, SchemaError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| SchemaError::Io {
+            origin: origin.clone(),
+            source,
+        })?;
+        Schema::from_toml_str(&text, &origin)
+    }
+
+    /// Checks every invariant; called by the constructors.
+    fn validate(&self, origin: &str) -> Result<(), SchemaError> {
+        let o = || origin.to_owned();
+        let empty = |field: String| SchemaError::EmptyName { origin: o(), field };
+        if self.name.trim().is_empty() {
+            return Err(empty("name".into()));
+        }
+        if self.label.column.trim().is_empty() {
+            return Err(empty("label.column".into()));
+        }
+        if self.label.positive.trim().is_empty() {
+            return Err(empty("label.positive".into()));
+        }
+        if self.label.negative.trim().is_empty() {
+            return Err(empty("label.negative".into()));
+        }
+        if self.label.positive == self.label.negative {
+            return Err(SchemaError::SameLabelValues {
+                origin: o(),
+                value: self.label.positive.clone(),
+            });
+        }
+        if self.features.is_empty() {
+            return Err(SchemaError::NoFeatures { origin: o() });
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, f) in self.features.iter().enumerate() {
+            if f.name.trim().is_empty() {
+                return Err(empty(format!("feature #{} name", i + 1)));
+            }
+            if !seen.insert(f.name.as_str()) {
+                return Err(SchemaError::DuplicateFeature {
+                    origin: o(),
+                    name: f.name.clone(),
+                });
+            }
+            if f.name == self.label.column {
+                return Err(SchemaError::LabelIsFeature {
+                    origin: o(),
+                    column: f.name.clone(),
+                });
+            }
+            if !f.lo.is_finite() || !f.hi.is_finite() || !(f.hi - f.lo).is_finite() {
+                return Err(SchemaError::NonFiniteBound {
+                    origin: o(),
+                    name: f.name.clone(),
+                    lo: f.lo,
+                    hi: f.hi,
+                });
+            }
+            if f.lo >= f.hi {
+                return Err(SchemaError::EmptyRange {
+                    origin: o(),
+                    name: f.name.clone(),
+                    lo: f.lo,
+                    hi: f.hi,
+                });
+            }
+        }
+        self.validate_normalisation(origin)
+    }
+
+    /// Checks the `[normalisation]` table and the ball-mode keys of every feature: required and in
+    /// range in ball mode, absent in paper mode (so nothing declared is silently ignored).
+    fn validate_normalisation(&self, origin: &str) -> Result<(), SchemaError> {
+        let bad = |field: String, message: &str| SchemaError::Normalisation {
+            origin: origin.to_owned(),
+            field,
+            message: message.to_owned(),
+        };
+        let table = self.normalisation.as_ref();
+        if self.mode() == MapMode::Paper {
+            let only_ball = "only used in ball mode ([normalisation] mode = \"ball\")";
+            if table.is_some_and(|t| t.row_scale.is_some()) {
+                return Err(bad("normalisation.row_scale".into(), only_ball));
+            }
+            if table.is_some_and(|t| t.intercept_value.is_some()) {
+                return Err(bad("normalisation.intercept_value".into(), only_ball));
+            }
+            if let Some((f, key)) = self
+                .features
+                .iter()
+                .find_map(|f| f.ball_keys().first().map(|k| (f, *k)))
+            {
+                return Err(bad(format!("feature `{}` {key}", f.name), only_ball));
+            }
+            return Ok(());
+        }
+        if let Some(r) = table.and_then(|t| t.row_scale)
+            && !(r.is_finite() && r > 0.0)
+        {
+            return Err(bad(
+                "normalisation.row_scale".into(),
+                "must be a finite number > 0",
+            ));
+        }
+        if let Some(a) = table.and_then(|t| t.intercept_value)
+            && !(a > 0.0 && a < 1.0)
+        {
+            return Err(bad(
+                "normalisation.intercept_value".into(),
+                "must be in (0, 1)",
+            ));
+        }
+        self.features.iter().try_for_each(|f| {
+            check_ball_feature(f).map_err(|(key, m)| bad(format!("feature `{}` {key}", f.name), m))
+        })
+    }
+
+    /// The map rows go through: `paper` unless a `[normalisation]` table says otherwise.
+    pub fn mode(&self) -> MapMode {
+        self.normalisation
+            .as_ref()
+            .map_or(MapMode::Paper, |n| n.mode)
+    }
+
+    /// This schema with the paper map and none of the ball-mode keys: the schema seed 001's
+    /// experiments use, with the fingerprint a schema of the same bounds had before ball mode.
+    pub fn paper_map(&self) -> Schema {
+        let mut s = self.clone();
+        s.normalisation = None;
+        for f in &mut s.features {
+            *f = FeatureSpec {
+                description: f.description.take(),
+                ..FeatureSpec::bounded(f.name.clone(), f.lo, f.hi)
+            };
+        }
+        s
+    }
+
+    /// The constants of the ball map (defaults filled in).
+    fn ball(&self) -> BallRow {
+        let t = self.normalisation.as_ref();
+        let p = self.features.len() as f64;
+        BallRow {
+            row_scale: t
+                .and_then(|t| t.row_scale)
+                .unwrap_or(DEFAULT_ROW_SCALE_KAPPA / p.sqrt()),
+            intercept: self.intercept.then(|| {
+                t.and_then(|t| t.intercept_value)
+                    .unwrap_or(DEFAULT_INTERCEPT_VALUE)
+            }),
+        }
+    }
+
+    /// Dimension of a normalised row: the number of features, plus one if there is an intercept.
+    pub fn dim(&self) -> usize {
+        self.features.len() + usize::from(self.intercept)
+    }
+
+    /// Lowercase hex SHA-256 of the schema's canonical serialisation: `serde_json` of this struct
+    /// (fields in declaration order: `name`, `description`, `intercept`, `label` {`column`,
+    /// `positive`, `negative`}, `features` [{`name`, `lo`, `hi`, `description`}]; absent options
+    /// are `null`, no whitespace).
+    ///
+    /// Nodes and aggregators compare fingerprints to check that they learn on the same columns, in
+    /// the same order, with the same bounds and label mapping. Any change, including to a bound or
+    /// a description, gives a different fingerprint; TOML formatting and comments do not matter.
+    pub fn fingerprint(&self) -> String {
+        let canonical = serde_json::to_vec(self)
+            .expect("a schema (strings, finite floats, bools) always serialises");
+        let digest = Sha256::digest(&canonical);
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Normalises one raw row (feature values in schema order) into `out` (length [`Schema::dim`])
+    /// with the schema's map and reports, in counts, what it did (values clipped to their declared
+    /// bounds, `missing` sentinels, whether the row was projected onto the ball).
+    ///
+    /// See [`super::normalise`] for the maps. The result always satisfies ||out||₂ ≤ 1 as computed
+    /// by [`crate::Dataset::max_row_norm`]. Infinite values clip to the nearer bound; a NaN (which
+    /// the CSV loader rejects before calling this) is mapped to the middle of the range (paper) or
+    /// the centre (ball) and counted as clipped, so the bound holds for every input.
+    ///
+    /// # Panics
+    /// If `raw.len()` is not the number of features or `out.len()` is not [`Schema::dim`]
+    /// (programming errors).
+    pub fn normalise_row(&self, raw: &[f64], out: &mut [f64]) -> RowReport {
+        assert_eq!(
+            raw.len(),
+            self.features.len(),
+            "raw row length must equal the number of features"
+        );
+        assert_eq!(
+            out.len(),
+            self.dim(),
+            "output row length must equal Schema::dim()"
+        );
+        match self.mode() {
+            MapMode::Paper => normalise::paper_row(&self.features, self.intercept, raw, out),
+            MapMode::Ball => normalise::ball_row(&self.features, self.ball(), raw, out),
+        }
+    }
+}
+
+/// The ball-mode keys of one feature: (key, what is wrong) for the first bad one.
+fn check_ball_feature(f: &FeatureSpec) -> Result<(), (&'static str, &'static str)> {
+    match f.center {
+        None => return Err(("center", "required in ball mode")),
+        Some(c) if !c.is_finite() => return Err(("center", "must be finite")),
+        _ => {}
+    }
+    match f.scale {
+        None => return Err(("scale", "required in ball mode")),
+        Some(s) if !(s.is_finite() && s > 0.0) => {
+            return Err(("scale", "must be a finite number > 0"));
+        }
+        _ => {}
+    }
+    if let Some(m) = f.missing
+        && !m.is_finite()
+    {
+        return Err(("missing", "must be finite"));
+    }
+    match (f.transform.unwrap_or_default(), f.unit) {
+        (Transform::Identity, Some(_)) => Err(("unit", "only used with transform = \"log1p\"")),
+        (Transform::Log1p, Some(u)) if !(u.is_finite() && u > 0.0) => {
+            Err(("unit", "must be a finite number > 0"))
+        }
+        (Transform::Log1p, u) if f.lo <= -u.unwrap_or(1.0) => Err((
+            "unit",
+            "log1p needs lo > −unit (ln(1 + v/unit) of every clipped value)",
+        )),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::normalise::l2_norm;
+
+    const GOOD: &str = r#"
+name = "toy"
+description = "a toy schema"
+[label]
+column = "y"
+positive = "yes"
+negative = "no"
+[[features]]
+name = "a"
+lo = 0.0
+hi = 10.0
+description = "first"
+[[features]]
+name = "b"
+lo = -5
+hi = 5
+"#;
+
+    fn toy() -> Schema {
+        Schema::from_toml_str(GOOD, "toy.schema.toml").expect("valid")
+    }
+
+    /// A small deterministic generator (SplitMix64) so the randomised tests need no dependency.
+    struct SplitMix(u64);
+    impl SplitMix {
+        fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        fn unit(&mut self) -> f64 {
+            (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        }
+    }
+
+    fn err(text: &str) -> SchemaError {
+        Schema::from_toml_str(text, "bad.schema.toml").expect_err("must be rejected")
+    }
+
+    #[test]
+    fn parses_and_defaults() {
+        let s = toy();
+        assert_eq!(s.name, "toy");
+        assert!(s.intercept, "intercept defaults to true");
+        assert_eq!(s.dim(), 3);
+        assert_eq!(s.features[1].lo, -5.0);
+        assert_eq!(s.features[0].description.as_deref(), Some("first"));
+        assert_eq!(s.features[1].description, None);
+        let no_icpt = Schema::from_toml_str(
+            &GOOD.replace("name = \"toy\"", "name = \"toy\"\nintercept = false"),
+            "x",
+        )
+        .expect("valid");
+        assert!(!no_icpt.intercept);
+        assert_eq!(no_icpt.dim(), 2);
+    }
+
+    #[test]
+    fn load_reads_file_and_names_missing_path() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("node.schema.toml");
+        std::fs::write(&p, GOOD).expect("write");
+        assert_eq!(Schema::load(&p).expect("loads"), toy());
+        let missing = dir.path().join("absent.schema.toml");
+        let e = Schema::load(&missing).expect_err("missing");
+        assert!(matches!(e, SchemaError::Io { .. }));
+        let msg = e.to_string();
+        assert!(msg.starts_with(&missing.display().to_string()), "{msg}");
+        assert!(!msg.contains('\n'));
+    }
+
+    #[test]
+    fn rejects_lo_not_below_hi() {
+        let e = err(&GOOD.replace("lo = 0.0\nhi = 10.0", "lo = 5.0\nhi = 3.0"));
+        assert!(matches!(e, SchemaError::EmptyRange { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "bad.schema.toml: feature `a`: lo (5) must be < hi (3)"
+        );
+        let e = err(&GOOD.replace("lo = 0.0\nhi = 10.0", "lo = 2.0\nhi = 2.0"));
+        assert!(matches!(e, SchemaError::EmptyRange { .. }), "{e:?}");
+    }
+
+    #[test]
+    fn rejects_non_finite_bounds() {
+        for (lo, hi) in [("nan", "1.0"), ("0.0", "inf"), ("-1e308", "1e308")] {
+            let e = err(&GOOD.replace("lo = 0.0\nhi = 10.0", &format!("lo = {lo}\nhi = {hi}")));
+            assert!(matches!(e, SchemaError::NonFiniteBound { .. }), "{e:?}");
+            let msg = e.to_string();
+            assert!(msg.starts_with("bad.schema.toml: feature `a`:"), "{msg}");
+        }
+    }
+
+    #[test]
+    fn rejects_duplicate_feature() {
+        let e = err(&GOOD.replace("name = \"b\"", "name = \"a\""));
+        assert!(matches!(e, SchemaError::DuplicateFeature { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "bad.schema.toml: feature `a`: declared more than once"
+        );
+    }
+
+    #[test]
+    fn rejects_label_declared_as_feature() {
+        let e = err(&GOOD.replace("name = \"b\"", "name = \"y\""));
+        assert!(matches!(e, SchemaError::LabelIsFeature { .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .starts_with("bad.schema.toml: label.column `y`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn rejects_unknown_keys_with_position() {
+        let e = err(&GOOD.replace("hi = 10.0", "hi = 10.0\nhigh = 11.0"));
+        assert!(matches!(e, SchemaError::Syntax { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(msg.starts_with("bad.schema.toml:"), "{msg}");
+        assert!(msg.contains("high"), "{msg}");
+        assert!(!msg.contains('\n'), "{msg}");
+        // Top-level and label tables reject unknown keys too.
+        let e = err(&format!("colour = \"red\"\n{GOOD}"));
+        assert!(matches!(e, SchemaError::Syntax { .. }), "{e:?}");
+        assert!(e.to_string().contains("colour"), "{e}");
+        let e = err(&GOOD.replace(
+            "negative = \"no\"",
+            "negative = \"no\"\nneutral = \"maybe\"",
+        ));
+        assert!(e.to_string().contains("neutral"), "{e}");
+    }
+
+    #[test]
+    fn rejects_no_features() {
+        let text = format!(
+            "features = []\n{}",
+            GOOD.split("[[features]]").next().expect("prefix")
+        );
+        let e = err(&text);
+        assert!(matches!(e, SchemaError::NoFeatures { .. }), "{e:?}");
+        assert!(
+            e.to_string().starts_with("bad.schema.toml: features:"),
+            "{e}"
+        );
+        // Omitting the key altogether is a syntax error naming the missing field.
+        let e = err(GOOD.split("[[features]]").next().expect("prefix"));
+        assert!(matches!(e, SchemaError::Syntax { .. }), "{e:?}");
+        assert!(e.to_string().contains("features"), "{e}");
+    }
+
+    #[test]
+    fn rejects_equal_label_values() {
+        let e = err(&GOOD.replace("negative = \"no\"", "negative = \"yes\""));
+        assert!(matches!(e, SchemaError::SameLabelValues { .. }), "{e:?}");
+        assert!(e.to_string().starts_with("bad.schema.toml: label:"), "{e}");
+    }
+
+    #[test]
+    fn rejects_empty_names() {
+        let e = err(&GOOD.replace("name = \"b\"", "name = \" \""));
+        assert!(matches!(e, SchemaError::EmptyName { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "bad.schema.toml: feature #2 name: must not be empty"
+        );
+        let e = err(&GOOD.replace("positive = \"yes\"", "positive = \"\""));
+        assert!(e.to_string().contains("label.positive"), "{e}");
+    }
+
+    #[test]
+    fn malformed_toml_names_file_and_line() {
+        let e = err("name = \"toy\"\n[label\ncolumn = \"y\"\n");
+        assert!(
+            matches!(e, SchemaError::Syntax { line: Some(2), .. }),
+            "{e:?}"
+        );
+        let msg = e.to_string();
+        assert!(msg.starts_with("bad.schema.toml:2:"), "{msg}");
+        assert!(!msg.contains('\n'), "{msg}");
+        // A wrong type is reported the same way.
+        let e = err(&GOOD.replace("hi = 10.0", "hi = \"ten\""));
+        assert!(matches!(e, SchemaError::Syntax { .. }), "{e:?}");
+        assert!(e.to_string().starts_with("bad.schema.toml:"), "{e}");
+    }
+
+    #[test]
+    fn fingerprint_is_stable_and_sensitive() {
+        let a = toy();
+        let fp = a.fingerprint();
+        assert_eq!(fp.len(), 64);
+        assert!(
+            fp.chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
+        assert_eq!(fp, toy().fingerprint());
+        assert_eq!(fp, a.clone().fingerprint());
+        // Formatting and comments do not matter.
+        let reformatted = format!("# a comment\n{}", GOOD.replace("lo = -5", "lo   =   -5.0"));
+        assert_eq!(
+            Schema::from_toml_str(&reformatted, "x")
+                .expect("valid")
+                .fingerprint(),
+            fp
+        );
+        // A bound does.
+        let mut b = a.clone();
+        b.features[0].hi = 10.5;
+        assert_ne!(b.fingerprint(), fp);
+        let mut c = a.clone();
+        c.intercept = false;
+        assert_ne!(c.fingerprint(), fp);
+        let mut d = a;
+        d.features.swap(0, 1);
+        assert_ne!(d.fingerprint(), fp);
+    }
+
+    #[test]
+    fn known_row_maps_to_known_values() {
+        let s = toy(); // a ∈ [0, 10], b ∈ [−5, 5], intercept: dim 3
+        let mut out = [0.0; 3];
+        let r3 = 3f64.sqrt();
+        assert_eq!(s.normalise_row(&[5.0, 5.0], &mut out).clipped, 0);
+        let want = [0.0, 1.0 / r3, 1.0 / r3];
+        for (o, w) in out.iter().zip(want) {
+            assert!((o - w).abs() < 1e-15, "{out:?}");
+        }
+        assert_eq!(s.normalise_row(&[2.5, -5.0], &mut out).clipped, 0);
+        let want = [-0.5 / r3, -1.0 / r3, 1.0 / r3];
+        for (o, w) in out.iter().zip(want) {
+            assert!((o - w).abs() < 1e-15, "{out:?}");
+        }
+        // Out of bounds on both sides: clipped and counted.
+        assert_eq!(s.normalise_row(&[-3.0, 99.0], &mut out).clipped, 2);
+        let want = [-1.0 / r3, 1.0 / r3, 1.0 / r3];
+        for (o, w) in out.iter().zip(want) {
+            assert!((o - w).abs() < 1e-15, "{out:?}");
+        }
+        assert!(l2_norm(&out) <= 1.0);
+        // Without intercept: dim 2.
+        let mut s2 = s.clone();
+        s2.intercept = false;
+        let mut out2 = [0.0; 2];
+        assert_eq!(s2.normalise_row(&[10.0, 0.0], &mut out2).clipped, 0);
+        let r2 = 2f64.sqrt();
+        assert!(
+            (out2[0] - 1.0 / r2).abs() < 1e-15 && out2[1].abs() < 1e-15,
+            "{out2:?}"
+        );
+        // Non-finite inputs never break the bound.
+        assert_eq!(
+            s2.normalise_row(&[f64::INFINITY, f64::NEG_INFINITY], &mut out2)
+                .clipped,
+            2
+        );
+        assert!((out2[0] - 1.0 / r2).abs() < 1e-15 && (out2[1] + 1.0 / r2).abs() < 1e-15);
+        assert_eq!(s2.normalise_row(&[f64::NAN, 0.0], &mut out2).clipped, 1);
+        assert!(out2.iter().all(|v| v.is_finite()));
+    }
+
+    /// Schema with `p` features on assorted (public) bounds.
+    fn wide(p: usize, intercept: bool, rng: &mut SplitMix) -> Schema {
+        let features = (0..p)
+            .map(|j| {
+                let lo = (rng.unit() - 0.5) * 10f64.powi((j % 7) as i32 - 3);
+                let width = 10f64.powi((j % 9) as i32 - 4) * (0.1 + rng.unit());
+                FeatureSpec::bounded(format!("f{j}"), lo, lo + width)
+            })
+            .collect();
+        let s = Schema {
+            name: "wide".into(),
+            description: None,
+            intercept,
+            label: LabelSpec {
+                column: "y".into(),
+                positive: "1".into(),
+                negative: "0".into(),
+            },
+            features,
+            normalisation: None,
+        };
+        s.validate("wide").expect("valid");
+        s
+    }
+
+    #[test]
+    fn norm_at_most_one_for_adversarial_rows() {
+        let mut rng = SplitMix(0x5EED_0001);
+        let mut worst = 0.0f64;
+        let mut total_clipped = 0usize;
+        let mut total_values = 0usize;
+        for case in 0..400 {
+            let p = 1 + case % 60;
+            let intercept = case % 2 == 0;
+            let s = wide(p, intercept, &mut rng);
+            let mut out = vec![0.0; s.dim()];
+            for _ in 0..50 {
+                let raw: Vec<f64> = s
+                    .features
+                    .iter()
+                    .map(|f| match rng.next_u64() % 6 {
+                        // Far outside the bounds, either side, up to ±1e12.
+                        0 => (rng.unit() * 2.0 - 1.0) * 1e12,
+                        1 => f.hi + rng.unit() * 1e12,
+                        2 => f.lo - rng.unit() * 1e12,
+                        // Exactly on a bound: the extreme case for the norm.
+                        3 => f.hi,
+                        4 => f.lo,
+                        _ => f.lo + rng.unit() * (f.hi - f.lo),
+                    })
+                    .collect();
+                let expect_clipped = s
+                    .features
+                    .iter()
+                    .zip(&raw)
+                    .filter(|(f, v)| **v < f.lo || **v > f.hi)
+                    .count();
+                let clipped = s.normalise_row(&raw, &mut out).clipped;
+                assert_eq!(clipped, expect_clipped);
+                total_clipped += clipped;
+                total_values += raw.len();
+                assert!(out.iter().all(|v| v.is_finite()));
+                let n = l2_norm(&out);
+                assert!(
+                    n <= 1.0,
+                    "norm {n} > 1 for p = {p}, intercept = {intercept}"
+                );
+                worst = worst.max(n);
+                // The same check through the Dataset API the privacy proofs refer to.
+                let d = crate::Dataset::new(out.clone(), vec![1.0], s.dim());
+                assert!(d.max_row_norm() <= 1.0);
+            }
+        }
+        assert!(total_clipped > 0 && total_clipped < total_values);
+        assert!(
+            worst > 0.999_999,
+            "rows on the bounds should reach norm ≈ 1, got {worst}"
+        );
+    }
+
+    #[test]
+    fn corner_rows_stay_inside_the_ball_for_every_dimension() {
+        // All features on a bound gives norm exactly 1 in real arithmetic: the rounding guard
+        // must keep the computed norm ≤ 1 for every dimension.
+        let mut rng = SplitMix(42);
+        for p in 1..=300 {
+            for intercept in [false, true] {
+                let s = wide(p, intercept, &mut rng);
+                let mut out = vec![0.0; s.dim()];
+                for pattern in 0..4 {
+                    let raw: Vec<f64> = s
+                        .features
+                        .iter()
+                        .enumerate()
+                        .map(|(j, f)| {
+                            // All high, all low, alternating, and blocks of three.
+                            let high = match pattern {
+                                0 => true,
+                                1 => false,
+                                2 => j & 1 == 0,
+                                _ => (j / 3) & 1 == 1,
+                            };
+                            if high { f.hi } else { f.lo }
+                        })
+                        .collect();
+                    s.normalise_row(&raw, &mut out);
+                    let n = l2_norm(&out);
+                    assert!(n <= 1.0 && n > 1.0 - 1e-12, "p = {p}: norm {n}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! The learning layer: L2-regularised logistic regression without any privacy.
+//!
+//! - [`fastmath`]: branch-free `exp`/`log1p` on the ranges the logistic loss needs.
+//! - [`logistic`]: stable loss, gradient and Hessian of the (possibly perturbed) objective.
+//! - [`solver`]: damped Newton to a certified gradient tolerance.
+//! - [`classifier`]: [`classifier::LinearClassifier`], the fitted model every layer passes around.
+//!
+//! Mechanisms in [`crate::privacy::mechanism`] call [`solver::minimise`] with the penalty their
+//! algorithm prescribes; a new loss would live here beside [`logistic`], with its bounds (ζ, c)
+//! declared once in [`crate::privacy::guarantee`].
+
+pub mod classifier;
+pub mod fastmath;
+pub mod logistic;
+pub mod solver;

@@ -1,0 +1,96 @@
+//! What a release promises: an (ε, δ) guarantee under a neighbour relation, and the assumptions
+//! about data and loss its proof rests on.
+//!
+//! The bounds of the logistic loss on the unit ball are declared **once** here
+//! ([`LOGISTIC_UNIT_BALL`]); every mechanism reads ζ and c from it instead of re-declaring them. A
+//! new loss declares its own [`Assumptions`] constant beside this one.
+
+use serde::{Deserialize, Serialize};
+
+/// Which datasets count as neighbours in the guarantee.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NeighbourRelation {
+    /// D and D′ have the same size and differ in one record (seed 001 §2.1).
+    ReplaceOne,
+    /// D′ is D with one record added or removed.
+    AddRemoveOne,
+}
+
+impl std::fmt::Display for NeighbourRelation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::ReplaceOne => "replace-one",
+            Self::AddRemoveOne => "add/remove-one",
+        })
+    }
+}
+
+/// An (ε, δ)-DP guarantee under a stated neighbour relation (seed 001 Definition 2.1).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PrivacyGuarantee {
+    /// ε ≥ 0.
+    pub epsilon: f64,
+    /// δ ∈ [0, 1).
+    pub delta: f64,
+    /// Neighbour relation the guarantee is stated under.
+    pub relation: NeighbourRelation,
+}
+
+impl PrivacyGuarantee {
+    /// (ε, δ)-DP under replace-one.
+    pub fn replace_one(epsilon: f64, delta: f64) -> Self {
+        Self {
+            epsilon,
+            delta,
+            relation: NeighbourRelation::ReplaceOne,
+        }
+    }
+
+    /// (ε, δ)-DP under add/remove-one.
+    pub fn add_remove_one(epsilon: f64, delta: f64) -> Self {
+        Self {
+            epsilon,
+            delta,
+            relation: NeighbourRelation::AddRemoveOne,
+        }
+    }
+
+    /// The same privacy stated under replace-one. An add/remove-one (ε, δ) guarantee applied
+    /// twice (remove the record, add its replacement; group privacy for k = 2) gives
+    /// P[M(D) ∈ S] ≤ e^ε(e^ε P[M(D′) ∈ S] + δ) + δ, i.e. (2ε, (1 + e^ε)δ) under replace-one. The
+    /// converse does not hold in general, so there is no conversion the other way.
+    pub fn as_replace_one(&self) -> PrivacyGuarantee {
+        match self.relation {
+            NeighbourRelation::ReplaceOne => *self,
+            NeighbourRelation::AddRemoveOne => PrivacyGuarantee {
+                epsilon: 2.0 * self.epsilon,
+                delta: if self.delta > 0.0 {
+                    (1.0 + self.epsilon.exp()) * self.delta
+                } else {
+                    0.0
+                },
+                relation: NeighbourRelation::ReplaceOne,
+            },
+        }
+    }
+}
+
+/// What the privacy proof of a mechanism assumes about data and loss.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Assumptions {
+    /// Every feature vector satisfies ||x||₂ ≤ this (1 for all mechanisms here).
+    pub max_row_norm: f64,
+    /// ζ (also written L): bound on ||∇ℓ(θ; d)||₂, the Lipschitz constant of θ ↦ ℓ(θ; d).
+    pub loss_gradient_bound: f64,
+    /// c = λ_max = M_ℓ: bound on the eigenvalues of ∇²ℓ(θ; d), the smoothness of θ ↦ ℓ(θ; d).
+    pub loss_hessian_bound: f64,
+}
+
+/// The logistic loss on the unit ball: ||x|| ≤ 1, ζ = 1 (|ℓ′| ≤ 1), c = λ_max = 1/4
+/// (σ(m)σ(−m) ≤ 1/4). Declared once; every logistic-loss mechanism uses it.
+pub const LOGISTIC_UNIT_BALL: Assumptions = Assumptions {
+    max_row_norm: 1.0,
+    loss_gradient_bound: 1.0,
+    loss_hessian_bound: 0.25,
+};

@@ -1,0 +1,270 @@
+//! Private learners as values that carry their privacy guarantee (OpenDP style).
+//!
+//! A [`Mechanism`] is constructed from its parameters (ε, δ, λ, …), validated at construction, and
+//! knows its [`PrivacyGuarantee`] before it touches any data: accounting composes these values and
+//! never re-derives them. [`Mechanism::release`] trains on a [`Dataset`] with noise from a
+//! [`NoiseSource`] and returns a [`Release`]: the classifier plus [`ReleaseMetadata`] saying which
+//! paper, algorithm and equation produced it, under which neighbour relation and assumptions, and
+//! whether the noise was seeded (invariant 4).
+//!
+//! `Mechanism` is a template: `release` is provided once here (check the data against the
+//! mechanism's assumptions, call its [`Mechanism::sample`], attach the metadata), so a mechanism
+//! states only its name, reference, guarantee and algorithm. **A new mechanism** is one file here
+//! implementing the trait, with its noise tests beside it, plus a [`MechanismKind`] entry in
+//! [`kind`] (its user-facing name and options); the loss bounds it assumes come from
+//! [`crate::privacy::guarantee`].
+//!
+//! Mechanisms (one file each, tests beside them):
+//! - [`objective_perturbation`]: ε-DP, Chaudhuri, Monteleoni & Sarwate 2011 Theorem 9 with the
+//!   expected-excess-risk Δ rule of [`delta_rule`] and an output stage that covers the solver's
+//!   inexact minimiser (a pure-ε form of approximate minima perturbation, Iyengar et al. 2019) —
+//!   the default ε-DP learner.
+//! - [`objective_perturbation_cms2011`]: ε-DP, Chaudhuri, Monteleoni & Sarwate 2011 Algorithm 2,
+//!   exactly as published (the reproduction's learner).
+//! - [`objective_perturbation_gaussian`]: (ε, δ)-DP, seed 001 Algorithm 1 line 5 (Kifer, Smith &
+//!   Thakurta 2012), with Δ as published or by the Δ rule.
+//! - [`output_perturbation`]: ε-DP, Chaudhuri, Monteleoni & Sarwate 2011 Algorithm 1.
+//! - [`gibbs_posterior`]: (ε, δ)-DP sampling from a Gibbs posterior, Minami et al. NIPS 2016
+//!   (Theorem 7 / Corollary 8 for the exact sample, Proposition 13 for Langevin Monte Carlo), with
+//!   a cheaper variant whose sampler is not covered by any proof and says so.
+//! - [`dp_sgd`]: (ε, δ)-DP under add/remove-one, DP-SGD with Poisson subsampling and per-example
+//!   clipping (Abadi et al. 2016 Algorithm 1), σ calibrated by the RDP accountant of
+//!   [`crate::privacy::accounting`].
+//! - [`dp_sgd_bst`]: (ε, δ)-DP, seed 001 Algorithm 2 (Bassily, Smith & Thakurta 2014): n² noisy
+//!   steps on one uniformly sampled record each.
+//!
+//! Every mechanism here assumes ||x||₂ ≤ 1 for every row (guaranteed by schema normalisation) and
+//! refuses to release otherwise. λ is a number or `auto` ([`lambda`]), resolved from public
+//! quantities (n, d, ε) when the mechanism trains and recorded as `parameters["lambda"]`.
+
+pub mod delta_rule;
+pub mod dp_sgd;
+pub mod dp_sgd_bst;
+pub mod gibbs_posterior;
+pub mod kind;
+pub mod lambda;
+pub mod objective_perturbation;
+pub mod objective_perturbation_cms2011;
+pub mod objective_perturbation_gaussian;
+pub mod output_perturbation;
+pub mod spec;
+
+use crate::data::dataset::Dataset;
+use crate::learn::classifier::LinearClassifier;
+use crate::learn::solver::SolverError;
+use crate::privacy::accounting::{AccountingError, RdpCurve};
+use crate::privacy::guarantee::{Assumptions, LOGISTIC_UNIT_BALL, PrivacyGuarantee};
+use crate::privacy::noise::NoiseSource;
+use crate::privacy::release::{Parameters, Release, ReleaseMetadata};
+use crate::util::stop::{Stop, Stopped};
+
+pub use dp_sgd::{DpSgd, DpSgdConfig, StepSize};
+pub use dp_sgd_bst::BstDpSgd;
+pub use gibbs_posterior::{GibbsError, GibbsPosterior, GibbsSampler};
+pub use kind::{MechanismKind, Options};
+pub use lambda::Lambda;
+pub use objective_perturbation::ObjectivePerturbation;
+pub use objective_perturbation_cms2011::ObjectivePerturbationCms2011;
+pub use objective_perturbation_gaussian::GaussianObjectivePerturbation;
+pub use output_perturbation::OutputPerturbation;
+pub use spec::LearnerSpec;
+
+/// Why a mechanism could not be built or could not release.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MechanismError {
+    /// A parameter is outside its valid range.
+    #[error("invalid {name} = {value}: {requirement}")]
+    InvalidParameter {
+        /// Parameter name.
+        name: &'static str,
+        /// The value given.
+        value: f64,
+        /// What it must satisfy.
+        requirement: &'static str,
+    },
+    /// The data violates the norm bound the privacy proof assumes.
+    #[error(
+        "a feature vector has norm {norm} > {bound}: the privacy proof does not cover this data (normalise it with a schema)"
+    )]
+    NormBoundViolated {
+        /// The largest norm found.
+        norm: f64,
+        /// The bound assumed.
+        bound: f64,
+    },
+    /// Training data is empty.
+    #[error("cannot release a learner trained on no data")]
+    EmptyData,
+    /// The optimiser failed; nothing is released.
+    #[error(transparent)]
+    Solver(#[from] SolverError),
+    /// The Gibbs-posterior sampler cannot run as configured; nothing is released.
+    #[error(transparent)]
+    Gibbs(#[from] GibbsError),
+    /// A mechanism option that the mechanism does not take.
+    #[error("unknown option `{name}` for {mechanism} (it takes: {accepted})")]
+    UnknownOption {
+        /// The option given.
+        name: String,
+        /// The mechanism.
+        mechanism: &'static str,
+        /// The options it takes.
+        accepted: String,
+    },
+    /// The privacy accountant could not calibrate the noise.
+    #[error(transparent)]
+    Accounting(#[from] AccountingError),
+    /// The caller stopped the work (shutdown, or a time limit); nothing is released.
+    #[error(transparent)]
+    Stopped(#[from] Stopped),
+    /// The algorithm would run for more iterations than the documented cap.
+    #[error(
+        "{mechanism} would run {iterations} iterations on this data, more than the cap of {cap}"
+    )]
+    TooManyIterations {
+        /// The mechanism.
+        mechanism: &'static str,
+        /// Iterations the algorithm prescribes.
+        iterations: u128,
+        /// The cap.
+        cap: u64,
+    },
+}
+
+/// What a mechanism's own algorithm produces from the data: the coefficients θ and the
+/// parameters it ran with (noise scales, ε′, Δ, step counts, …), recorded in the metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// θ.
+    pub coefficients: Vec<f64>,
+    /// The parameters the release records, by name.
+    pub parameters: Parameters,
+}
+
+/// A differentially private learner, written as a template: a mechanism states its name, paper,
+/// guarantee and assumptions, and implements [`Mechanism::sample`]; the provided
+/// [`Mechanism::release`] checks the data against the assumptions, samples, and attaches the
+/// metadata. Implementations must not override `release`.
+pub trait Mechanism: Send + Sync {
+    /// Stable identifier, e.g. `objective-perturbation`.
+    fn name(&self) -> &'static str;
+    /// The paper, algorithm and equation implemented (recorded in every release).
+    fn reference(&self) -> &'static str;
+    /// The guarantee any release of this mechanism satisfies, known before seeing data.
+    fn guarantee(&self) -> PrivacyGuarantee;
+    /// What the proof of the guarantee assumes about data and loss.
+    fn assumptions(&self) -> Assumptions {
+        LOGISTIC_UNIT_BALL
+    }
+    /// False when the stated guarantee is not proven for the algorithm as run (e.g. an
+    /// approximate sampler with no convergence bound); a node policy may refuse such releases.
+    fn is_proven(&self) -> bool {
+        true
+    }
+    /// The Rényi-DP curve of a release, when the mechanism is analysed in RDP (known before
+    /// seeing data, like [`Mechanism::guarantee`]), so that a ledger can compose releases more
+    /// tightly than by adding (ε, δ). `None` for mechanisms analysed only in (ε, δ).
+    fn rdp(&self) -> Option<RdpCurve> {
+        None
+    }
+    /// The mechanism's algorithm on data already checked against [`Mechanism::assumptions`],
+    /// drawing its noise from `noise`. Long loops call `stop.check()` now and then and return
+    /// [`MechanismError::Stopped`] when asked to.
+    fn sample(
+        &self,
+        data: &Dataset,
+        noise: &mut NoiseSource,
+        stop: &Stop,
+    ) -> Result<Sample, MechanismError>;
+    /// Trains on `data` and returns the private learner with its metadata (invariants 1 and 4:
+    /// data outside the assumed norm bound is refused; the metadata records whether the noise
+    /// was seeded).
+    fn release(&self, data: &Dataset, noise: &mut NoiseSource) -> Result<Release, MechanismError> {
+        self.release_until(data, noise, &Stop::never())
+    }
+    /// [`Mechanism::release`] that gives up (releasing nothing) when `stop` says so.
+    fn release_until(
+        &self,
+        data: &Dataset,
+        noise: &mut NoiseSource,
+        stop: &Stop,
+    ) -> Result<Release, MechanismError> {
+        let assumptions = self.assumptions();
+        check_data(data, &assumptions)?;
+        let Sample {
+            coefficients,
+            parameters,
+        } = self.sample(data, noise, stop)?;
+        let metadata = ReleaseMetadata {
+            mechanism: self.name().to_owned(),
+            reference: self.reference().to_owned(),
+            parameters,
+            guarantee: self.guarantee(),
+            assumptions,
+            n: data.len(),
+            dim: data.dim(),
+            seeded: noise.is_seeded(),
+            proven: self.is_proven(),
+        };
+        Ok(Release {
+            classifier: LinearClassifier::new(coefficients),
+            metadata,
+        })
+    }
+}
+
+/// Checks the preconditions shared by all mechanisms: non-empty data within the norm bound.
+pub(crate) fn check_data(data: &Dataset, assumptions: &Assumptions) -> Result<(), MechanismError> {
+    if data.is_empty() {
+        return Err(MechanismError::EmptyData);
+    }
+    let norm = data.max_row_norm();
+    // No slack: schema normalisation and the synthetic generator both guarantee the computed norm
+    // (as max_row_norm computes it) is ≤ 1, so anything above is data the proof does not cover.
+    if norm > assumptions.max_row_norm {
+        return Err(MechanismError::NormBoundViolated {
+            norm,
+            bound: assumptions.max_row_norm,
+        });
+    }
+    Ok(())
+}
+
+/// Validates ε > 0 (finite).
+pub(crate) fn check_epsilon(epsilon: f64) -> Result<(), MechanismError> {
+    if epsilon.is_finite() && epsilon > 0.0 {
+        Ok(())
+    } else {
+        Err(MechanismError::InvalidParameter {
+            name: "epsilon",
+            value: epsilon,
+            requirement: "must be a finite number > 0",
+        })
+    }
+}
+
+/// Validates δ ∈ (0, 1).
+pub(crate) fn check_delta(delta: f64) -> Result<(), MechanismError> {
+    if delta > 0.0 && delta < 1.0 {
+        Ok(())
+    } else {
+        Err(MechanismError::InvalidParameter {
+            name: "delta",
+            value: delta,
+            requirement: "must be in (0, 1)",
+        })
+    }
+}
+
+/// Validates λ > 0 (finite): the proofs need a strongly convex regulariser.
+pub(crate) fn check_lambda(lambda: f64) -> Result<(), MechanismError> {
+    if lambda.is_finite() && lambda > 0.0 {
+        Ok(())
+    } else {
+        Err(MechanismError::InvalidParameter {
+            name: "lambda",
+            value: lambda,
+            requirement: "must be a finite number > 0",
+        })
+    }
+}

@@ -1,0 +1,194 @@
+//! ε-DP objective perturbation without the dip, proven for the solver's inexact minimiser — the
+//! default ε-DP learner (kind `objective-perturbation` with δ = 0).
+//!
+//! Two stages, ε = ε₁ + ε₂ with ε₂ = f·ε (f = `output_fraction`, default 0.01):
+//!
+//! 1. **Objective stage** — Chaudhuri, Monteleoni & Sarwate, "Differentially Private Empirical Risk
+//!    Minimization", JMLR 12 (2011), **Theorem 9** at ε₁, for the logistic loss (c = 1/4):
+//!    λ is the user's or `auto` (8√d/(n ε₁^{3/2}), [`super::lambda`]); μ = λ + Δ is chosen by the
+//!    expected-excess-risk rule (B.4) of [`super::delta_rule`]; ε′ = ε₁ − 2 ln(1 + c/(nμ)) (T9.1);
+//!    b₁ has density ∝ exp(−ε′‖b₁‖/2) (‖b₁‖ ~ Gamma(d, 2/ε′), uniform direction); the solver
+//!    returns θ̂ with ‖∇F(θ̂)‖ ≤ γ for F(θ) = (1/n)Σℓ + (μ/2)‖θ‖² + (1/n)b₁ᵀθ (γ = 10⁻⁸, the
+//!    solver's tolerance; if it does not get there nothing is released).
+//! 2. **Output stage** — release θ̂ + b₂ with b₂ of density ∝ exp(−ε₂‖b₂‖/Δ₂), Δ₂ = 2γ/μ
+//!    (‖b₂‖ ~ Gamma(d, 2γ/(μ ε₂))). This is the structure of *approximate minima perturbation*
+//!    (Iyengar, Near, Song, Thakkar, Thakurta & Wang, IEEE S&P 2019), whose published version is
+//!    (ε, δ) with Gaussian noise in both stages; this is a pure-ε analogue.
+//!
+//! **Guarantee:** ε-DP (δ = 0) under the replace-one neighbour relation. Proof (the full text with
+//! its assumptions is `docs/proofs/objective-perturbation-inexact.md`): let θ*(D, b₁) be the exact
+//! minimiser. For neighbours D, D′, CMS's proof of Theorem 9 couples b₁ ↦ b₁′ so that
+//! θ*(D, b₁) = θ*(D′, b₁′) = t, with density ratio of θ* at t at most e^{ε₁}. The solver is
+//! deterministic, so θ̂ = g(D, t); F is μ-strongly convex, so ‖g(D, t) − t‖ ≤ γ/μ and
+//! ‖g(D, t) − g(D′, t)‖ ≤ 2γ/μ = Δ₂. The output density ∫ p_D(t) q(o − g(D, t)) dt therefore changes
+//! by at most e^{ε₁} (first factor) times e^{ε₂} (second factor, q ∝ exp(−ε₂‖v‖/Δ₂)).
+//! **Assumptions:** ‖x‖₂ ≤ 1 for every row; logistic loss, |ℓ′| ≤ 1, |ℓ″| ≤ c = 1/4; μ > 0
+//! regularising every coordinate (intercept included); a deterministic solver whose stopping test
+//! ‖∇F‖ ≤ γ is evaluated on the same F (rounding of that norm, ≈ 10⁻¹⁵, is neglected, as in
+//! output perturbation).
+
+use super::lambda::{AutoRule, Lambda};
+use super::{Mechanism, MechanismError, Sample, delta_rule};
+use crate::data::dataset::Dataset;
+use crate::learn::logistic::Penalty;
+use crate::learn::solver::{SolverOptions, minimise};
+use crate::privacy::guarantee::{LOGISTIC_UNIT_BALL, PrivacyGuarantee};
+use crate::privacy::noise::{NoiseSource, sample_gamma_ball};
+use crate::util::stop::Stop;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+/// Identifier used in release metadata and on the command line.
+pub const NAME: &str = "objective-perturbation";
+
+/// The share of ε spent on the output stage unless told otherwise.
+pub const DEFAULT_OUTPUT_FRACTION: f64 = 0.01;
+
+/// Theorem 9 objective perturbation with the Δ rule and an output stage for the inexact solver.
+#[derive(Debug, Clone)]
+pub struct ObjectivePerturbation {
+    epsilon: f64,
+    lambda: Lambda,
+    output_fraction: f64,
+    /// The calibration of the first (n, d) released on: it is a function of public constants
+    /// only, and a simulation releases many learners of one size with one mechanism.
+    cached: OnceLock<((usize, usize), Calibration)>,
+}
+
+/// Everything the mechanism computes from public quantities (n, d, ε, λ) before seeing data.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Calibration {
+    /// ε₁ = (1 − f)ε, the objective stage's share.
+    pub epsilon_objective: f64,
+    /// ε₂ = fε, the output stage's share.
+    pub epsilon_output: f64,
+    /// λ trained with (the user's, or `auto` at ε₁).
+    pub lambda: f64,
+    /// μ = λ + Δ by the Δ rule at ε₁.
+    pub mu: f64,
+    /// ε′ of (T9.1), spent on b₁.
+    pub epsilon_prime: f64,
+    /// Scale 2/ε′ of ‖b₁‖ ~ Gamma(d, ·).
+    pub objective_scale: f64,
+    /// Scale 2γ/(μ ε₂) of ‖b₂‖ ~ Gamma(d, ·).
+    pub output_scale: f64,
+}
+
+impl ObjectivePerturbation {
+    /// c, the bound on ℓ″ of the logistic loss.
+    pub const C: f64 = LOGISTIC_UNIT_BALL.loss_hessian_bound;
+
+    /// A mechanism for ε > 0 and λ > 0 (or `auto`) with the default output fraction.
+    pub fn new(epsilon: f64, lambda: impl Into<Lambda>) -> Result<Self, MechanismError> {
+        Self::with_output_fraction(epsilon, lambda.into(), DEFAULT_OUTPUT_FRACTION)
+    }
+
+    /// A mechanism spending `output_fraction` ∈ (0, 0.5] of ε on the output stage.
+    pub fn with_output_fraction(
+        epsilon: f64,
+        lambda: Lambda,
+        output_fraction: f64,
+    ) -> Result<Self, MechanismError> {
+        super::check_epsilon(epsilon)?;
+        if !(output_fraction > 0.0 && output_fraction <= 0.5) {
+            return Err(MechanismError::InvalidParameter {
+                name: "output_fraction",
+                value: output_fraction,
+                requirement: "must be in (0, 0.5]",
+            });
+        }
+        Ok(Self {
+            epsilon,
+            lambda: lambda.check()?,
+            output_fraction,
+            cached: OnceLock::new(),
+        })
+    }
+
+    /// The solver settings; γ is their tolerance.
+    pub fn solver_options() -> SolverOptions {
+        SolverOptions::default()
+    }
+
+    /// The public constants of a release on `n` rows of dimension `dim`.
+    pub fn calibrate(&self, n: usize, dim: usize) -> Calibration {
+        let (key, cal) = self.cached.get_or_init(|| ((n, dim), self.compute(n, dim)));
+        if *key == (n, dim) {
+            *cal
+        } else {
+            self.compute(n, dim)
+        }
+    }
+
+    /// [`Self::calibrate`] without the cache.
+    fn compute(&self, n: usize, dim: usize) -> Calibration {
+        let epsilon_output = self.output_fraction * self.epsilon;
+        let epsilon_objective = self.epsilon - epsilon_output;
+        let lambda =
+            self.lambda
+                .resolve(AutoRule::ObjectivePerturbation, n, dim, epsilon_objective);
+        let choice = delta_rule::pure(n, dim, epsilon_objective, lambda);
+        let gamma = Self::solver_options().tolerance;
+        Calibration {
+            epsilon_objective,
+            epsilon_output,
+            lambda,
+            mu: choice.mu,
+            epsilon_prime: choice.epsilon_prime,
+            objective_scale: 2.0 / choice.epsilon_prime,
+            output_scale: 2.0 * gamma / (choice.mu * epsilon_output),
+        }
+    }
+}
+
+impl Mechanism for ObjectivePerturbation {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn reference(&self) -> &'static str {
+        "Chaudhuri, Monteleoni & Sarwate 2011 (JMLR) Theorem 9 with the expected-excess-risk rule for Delta (dpagg delta_rule eq. B.4); output noise for the inexact minimiser as in approximate minima perturbation (Iyengar et al. 2019), pure-epsilon form (docs/proofs/objective-perturbation-inexact.md)"
+    }
+
+    fn guarantee(&self) -> PrivacyGuarantee {
+        PrivacyGuarantee::replace_one(self.epsilon, 0.0)
+    }
+
+    fn sample(
+        &self,
+        data: &Dataset,
+        noise: &mut NoiseSource,
+        _stop: &Stop,
+    ) -> Result<Sample, MechanismError> {
+        let cal = self.calibrate(data.len(), data.dim());
+        let b1 = sample_gamma_ball(data.dim(), cal.objective_scale, noise);
+        let penalty = Penalty {
+            mu: cal.mu,
+            linear: Some(&b1),
+        };
+        let fit = minimise(data, penalty, Self::solver_options())?;
+        let b2 = sample_gamma_ball(data.dim(), cal.output_scale, noise);
+        let coefficients = fit.theta.iter().zip(&b2).map(|(t, b)| t + b).collect();
+        let mut parameters = BTreeMap::from([
+            ("c".to_owned(), Self::C),
+            ("mu".to_owned(), cal.mu),
+            ("delta_extra_regulariser".to_owned(), cal.mu - cal.lambda),
+            ("epsilon_prime".to_owned(), cal.epsilon_prime),
+            ("epsilon_objective".to_owned(), cal.epsilon_objective),
+            ("epsilon_output".to_owned(), cal.epsilon_output),
+            (
+                "solver_tolerance".to_owned(),
+                Self::solver_options().tolerance,
+            ),
+            ("output_noise_norm_scale".to_owned(), cal.output_scale),
+        ]);
+        parameters.extend(self.lambda.parameters(cal.lambda));
+        Ok(Sample {
+            coefficients,
+            parameters,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

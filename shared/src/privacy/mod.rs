@@ -1,0 +1,17 @@
+//! The privacy layer: guarantees, noise, mechanisms and accounting.
+//!
+//! - [`guarantee`]: [`guarantee::PrivacyGuarantee`] (ε, δ, neighbour relation) and the
+//!   [`guarantee::Assumptions`] proofs rest on, with the logistic loss's bounds declared once.
+//! - [`release`]: what leaves a node — a classifier with its [`release::ReleaseMetadata`], and the
+//!   [`release::PublishedLearner`] a node records and serves.
+//! - [`noise`]: [`noise::NoiseSource`], the only source of privacy noise (a CSPRNG on release
+//!   paths, seeded only in tests and simulations; invariant 4).
+//! - [`mechanism`]: private learners as values that carry their guarantee, one file each, and
+//!   [`mechanism::MechanismKind`], the names users give them.
+//! - [`accounting`]: RDP curves and the composition of a node's charges (its ledger rule).
+
+pub mod accounting;
+pub mod guarantee;
+pub mod mechanism;
+pub mod noise;
+pub mod release;

@@ -1,0 +1,152 @@
+//! Where privacy noise comes from (invariant 4: release paths draw from a CSPRNG).
+//!
+//! A [`NoiseSource`] is either [`NoiseSource::secure`] — ChaCha20 keyed from the operating
+//! system's entropy (`getrandom` via `rand::rngs::SysRng`), a cryptographically secure generator —
+//! or [`NoiseSource::seeded`] — ChaCha20 keyed from a 64-bit seed, for tests and simulations only.
+//! Every release records [`NoiseSource::is_seeded`] in its metadata so that a seeded release can
+//! never pass as a real one. Simulations derive independent per-task seeds with [`derive_seed`],
+//! which makes them deterministic whatever the number of threads.
+
+use rand::rngs::{ChaCha20Rng, SysRng};
+use rand::{SeedableRng, TryCryptoRng, TryRng};
+use std::convert::Infallible;
+
+/// A ChaCha20 generator that remembers whether it was seeded by the caller.
+#[derive(Debug)]
+pub struct NoiseSource {
+    rng: ChaCha20Rng,
+    seed: Option<u64>,
+}
+
+/// The operating system refused to provide entropy.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot obtain entropy from the operating system for privacy noise: {0}")]
+pub struct EntropyError(String);
+
+impl NoiseSource {
+    /// A cryptographically secure source keyed from OS entropy. Use on every release path.
+    pub fn secure() -> Result<Self, EntropyError> {
+        let rng =
+            ChaCha20Rng::try_from_rng(&mut SysRng).map_err(|e| EntropyError(e.to_string()))?;
+        Ok(Self { rng, seed: None })
+    }
+
+    /// A reproducible source for tests and simulations. Releases drawn from it say so.
+    pub fn seeded(seed: u64) -> Self {
+        Self {
+            rng: ChaCha20Rng::seed_from_u64(seed),
+            seed: Some(seed),
+        }
+    }
+
+    /// True when the noise is reproducible from a seed (and so gives no privacy).
+    pub fn is_seeded(&self) -> bool {
+        self.seed.is_some()
+    }
+
+    /// The seed, when seeded.
+    pub fn seed(&self) -> Option<u64> {
+        self.seed
+    }
+}
+
+impl TryRng for NoiseSource {
+    type Error = Infallible;
+    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
+        self.rng.try_next_u32()
+    }
+    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
+        self.rng.try_next_u64()
+    }
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {
+        self.rng.try_fill_bytes(dst)
+    }
+}
+
+impl TryCryptoRng for NoiseSource {}
+
+/// Derives a child seed from a parent seed and a path of indices (SplitMix64 finaliser chain).
+///
+/// Simulations give every task (trial, ε, organisation, purpose) its own seed this way, so the
+/// random stream a task sees does not depend on scheduling or thread count.
+pub fn derive_seed(parent: u64, path: &[u64]) -> u64 {
+    path.iter()
+        .fold(splitmix(parent ^ 0x6470_6167_675f_7631), |acc, &p| {
+            splitmix(acc ^ splitmix(p.wrapping_add(0x9e37_79b9_7f4a_7c15)))
+        })
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A seeded ChaCha20 generator for randomness that is not privacy noise: synthetic data,
+/// partitions, test splits and visiting orders, in simulations and in the aggregator's own
+/// protocol (whose test split and order are its own choices, not released). Never draw privacy
+/// noise from it: release paths use [`NoiseSource::secure`] (invariant 4).
+pub fn derived_rng(seed: u64, path: &[u64]) -> ChaCha20Rng {
+    ChaCha20Rng::seed_from_u64(derive_seed(seed, path))
+}
+
+/// Samples b ∈ ℝᵈⁱᵐ with density ∝ exp(−||b||₂/scale): ||b|| ~ Gamma(dim, scale) (shape dim,
+/// scale `scale`) and b/||b|| uniform on the sphere. This is the noise of CMS 2011 Algorithms 1 and 2
+/// (there written exp(−β||b||) with β = 1/scale).
+///
+/// # Panics
+/// If `dim == 0` or `scale` is not finite and positive (callers validate their parameters).
+pub fn sample_gamma_ball(dim: usize, scale: f64, rng: &mut NoiseSource) -> Vec<f64> {
+    use rand::RngExt;
+    let gamma = rand_distr::Gamma::new(dim as f64, scale)
+        .expect("shape dim ≥ 1 and a finite scale > 0 are valid");
+    let norm: f64 = rng.sample(gamma);
+    uniform_direction(dim, rng)
+        .into_iter()
+        .map(|u| u * norm)
+        .collect()
+}
+
+/// Samples a direction uniformly on the unit sphere in ℝᵖ (normalised standard Gaussian).
+pub(crate) fn uniform_direction(dim: usize, rng: &mut NoiseSource) -> Vec<f64> {
+    use rand::RngExt;
+    use rand_distr::StandardNormal;
+    loop {
+        let v: Vec<f64> = (0..dim).map(|_| rng.sample(StandardNormal)).collect();
+        let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if norm > 0.0 {
+            return v.into_iter().map(|x| x / norm).collect();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::RngExt;
+
+    #[test]
+    fn seeded_is_reproducible_and_marked() {
+        let mut a = NoiseSource::seeded(7);
+        let mut b = NoiseSource::seeded(7);
+        assert!(a.is_seeded());
+        assert_eq!(a.random::<u64>(), b.random::<u64>());
+    }
+
+    #[test]
+    fn secure_is_not_seeded_and_differs() {
+        let mut a = NoiseSource::secure().expect("entropy");
+        let mut b = NoiseSource::secure().expect("entropy");
+        assert!(!a.is_seeded());
+        assert_ne!(a.random::<u64>(), b.random::<u64>());
+    }
+
+    #[test]
+    fn derived_seeds_differ_by_path() {
+        let s = derive_seed(1, &[0, 1]);
+        assert_ne!(s, derive_seed(1, &[1, 0]));
+        assert_ne!(s, derive_seed(2, &[0, 1]));
+        assert_eq!(s, derive_seed(1, &[0, 1]));
+    }
+}

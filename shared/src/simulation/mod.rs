@@ -1,0 +1,595 @@
+//! The in-process simulation of seed 001 §5: organisations exchange private learners and each
+//! aggregates the others' by mirror averaging on its own data.
+//!
+//! One trial: split the data (a fresh stratified test split for real data; the synthetic data is
+//! drawn once per seed), partition the training set at random over K organisations of equal size,
+//! and for every organisation fit the non-private local learner (the *local-only* baseline). Then
+//! every organisation m, in turn, aggregates the other K − 1 organisations' learners on its own data
+//! and is evaluated on the common test set:
+//! - *non-private aggregate*: the others' non-private learners (the "non-private exchange" line);
+//! - for every ε: the others' private learners (*aggregate*), the same plus m's own local learner
+//!   (*with own*), their uniform average, and the best single one on m's data.
+//!
+//! The *centralised* baseline fits one learner on all training data. Trials repeat with fresh
+//! partitions, visiting orders and noise. Every task draws from its own seed derived from
+//! (seed, trial, ε, organisation, purpose), so results are identical for any thread count.
+
+use crate::aggregate::{AggregateError, MirrorAveraging, uniform_average};
+use crate::data::dataset::Dataset;
+use crate::data::partition::{
+    PartitionError, equal_partition, proportional_split, stratified_split,
+};
+use crate::data::synthetic::{SyntheticSpec, generate};
+use crate::learn::classifier::LinearClassifier;
+use crate::learn::solver::{SolverError, fit_logistic};
+use crate::privacy::mechanism::{Lambda, MechanismError, MechanismKind, Options};
+use crate::privacy::noise::{NoiseSource, derive_seed, derived_rng};
+use crate::util::stats::Summary;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// Where the simulation's data comes from.
+#[derive(Debug, Clone)]
+pub enum DataSource {
+    /// Seed 001 §5.1 synthetic data, drawn once from the simulation seed.
+    Synthetic(SyntheticSpec),
+    /// A normalised dataset with a test split drawn afresh in every trial.
+    Fixed {
+        /// All rows (already normalised by a schema).
+        data: Dataset,
+        /// How to draw the test set.
+        test: TestSplit,
+    },
+}
+
+/// How a test set is drawn from a fixed dataset.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TestSplit {
+    /// Exactly this many rows of each label (the paper's setups).
+    Counts {
+        /// Rows labelled +1.
+        positive: usize,
+        /// Rows labelled −1.
+        negative: usize,
+    },
+    /// A stratified fraction of each label.
+    Fraction(f64),
+}
+
+/// Everything a simulation needs.
+#[derive(Debug, Clone)]
+pub struct SimulationConfig {
+    /// Name reported in the summary.
+    pub dataset: String,
+    /// The data.
+    pub source: DataSource,
+    /// Number of organisations K (each aggregates the other K − 1).
+    pub orgs: usize,
+    /// The mechanism.
+    pub mechanism: MechanismKind,
+    /// Privacy levels to sweep.
+    pub epsilons: Vec<f64>,
+    /// δ (0 for pure ε-DP).
+    pub delta: f64,
+    /// Regulariser λ of every learner (local, private, centralised), in (λ/2)‖θ‖²; `auto` gives
+    /// the private learners their mechanism's rule and the non-private ones
+    /// [`crate::privacy::mechanism::lambda::NON_PRIVATE_LAMBDA`].
+    pub lambda: Lambda,
+    /// Regulariser of the non-private learners only (local-only baseline, non-private exchange,
+    /// centralised) when it should differ from `lambda`; `None` uses `lambda` (see above for
+    /// `auto`). Lets experiments ask how much the baselines depend on the regulariser while the
+    /// private learners keep theirs.
+    pub local_lambda: Option<f64>,
+    /// Mirror-averaging temperature β.
+    pub beta: f64,
+    /// Number of trials.
+    pub trials: usize,
+    /// Master seed.
+    pub seed: u64,
+    /// Mechanism options (see [`MechanismKind::options`]).
+    pub options: Options,
+}
+
+/// Why a simulation cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum SimulationError {
+    /// A configuration value is unusable.
+    #[error("{0}")]
+    Config(String),
+    /// A mechanism parameter is invalid or a release failed.
+    #[error(transparent)]
+    Mechanism(#[from] MechanismError),
+    /// Aggregation failed.
+    #[error(transparent)]
+    Aggregate(#[from] AggregateError),
+    /// The data cannot be split as asked.
+    #[error(transparent)]
+    Partition(#[from] PartitionError),
+    /// A non-private fit failed.
+    #[error(transparent)]
+    Solver(#[from] SolverError),
+}
+
+/// One organisation in one (ε, trial): the line of `runs.csv`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct OrgRun {
+    /// ε.
+    pub epsilon: f64,
+    /// δ.
+    pub delta: f64,
+    /// Trial index.
+    pub trial: usize,
+    /// Organisation index.
+    pub org: usize,
+    /// Local-only non-private learner.
+    pub local_accuracy: f64,
+    /// This organisation's own private learner.
+    pub private_learner_accuracy: f64,
+    /// Mirror average of the others' private learners.
+    pub aggregate_accuracy: f64,
+    /// Mirror average of the others' private learners plus own local learner.
+    pub with_own_accuracy: f64,
+    /// Uniform average of the others' private learners.
+    pub uniform_average_accuracy: f64,
+    /// Best single private learner of the others on own data.
+    pub best_single_accuracy: f64,
+    /// Mirror average of the others' non-private learners.
+    pub nonprivate_aggregate_accuracy: f64,
+    /// Centralised learner of this trial.
+    pub centralised_accuracy: f64,
+}
+
+/// One line of the summary table: one ε over all trials and organisations.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SummaryRow {
+    /// ε.
+    pub epsilon: f64,
+    /// δ.
+    pub delta: f64,
+    /// Local-only accuracy over (trial, organisation).
+    pub local_accuracy: Summary,
+    /// Individual private learners.
+    pub private_learner_accuracy: Summary,
+    /// Mirror-averaged private learners.
+    pub aggregate_accuracy: Summary,
+    /// Mirror-averaged non-private learners.
+    pub nonprivate_aggregate_accuracy: Summary,
+    /// Organisations (per trial) whose aggregate beats their local learner.
+    pub improved_orgs: Summary,
+    /// Mirror average including own local learner.
+    pub with_own_accuracy: Summary,
+    /// Uniform average.
+    pub uniform_average_accuracy: Summary,
+    /// Best single learner.
+    pub best_single_accuracy: Summary,
+    /// λ the private learners trained with at this ε (their mechanism's rule when `auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_lambda: Option<f64>,
+}
+
+/// `summary.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SimulationSummary {
+    /// Dataset name.
+    pub dataset: String,
+    /// K.
+    pub orgs: usize,
+    /// Trials.
+    pub trials: usize,
+    /// Mechanism identifier (the variant actually used).
+    pub mechanism: String,
+    /// Master seed.
+    pub seed: u64,
+    /// λ of the learners when fixed; when `lambda_auto`, the non-private learners' λ (each row's
+    /// `private_lambda` is the private learners').
+    pub lambda: f64,
+    /// True when the private learners' λ is `auto`.
+    #[serde(default)]
+    pub lambda_auto: bool,
+    /// λ of the non-private learners when it differs from `lambda`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_lambda: Option<f64>,
+    /// β.
+    pub beta: f64,
+    /// Training rows per organisation.
+    pub rows_per_org: usize,
+    /// Mean test accuracy of the centralised learner over trials.
+    pub centralised_accuracy: f64,
+    /// One row per ε.
+    pub rows: Vec<SummaryRow>,
+}
+
+/// Purposes of derived seeds (the last path element).
+mod purpose {
+    pub const DATA: u64 = 0;
+    pub const SPLIT: u64 = 1;
+    pub const NONPRIVATE_ORDER: u64 = 2;
+    pub const NOISE: u64 = 3;
+    pub const ORDER: u64 = 4;
+    pub const WITH_OWN_ORDER: u64 = 5;
+}
+
+/// Per-trial state shared by all ε.
+struct Trial {
+    index: usize,
+    test: Dataset,
+    orgs: Vec<Dataset>,
+    local: Vec<LinearClassifier>,
+    local_accuracy: Vec<f64>,
+    nonprivate_aggregate_accuracy: Vec<f64>,
+    centralised_accuracy: f64,
+}
+
+fn others<T: Clone>(items: &[T], skip: usize) -> Vec<T> {
+    items
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != skip)
+        .map(|(_, v)| v.clone())
+        .collect()
+}
+
+fn validate(config: &SimulationConfig) -> Result<(), SimulationError> {
+    let bad = |m: String| Err(SimulationError::Config(m));
+    if config.orgs < 2 {
+        return bad(format!(
+            "--orgs must be at least 2 (each organisation aggregates the others), got {}",
+            config.orgs
+        ));
+    }
+    if config.trials == 0 {
+        return bad("--trials must be at least 1".into());
+    }
+    if config.epsilons.is_empty() {
+        return bad("give at least one epsilon".into());
+    }
+    if let Some(l) = config.local_lambda.filter(|l| !(l.is_finite() && *l > 0.0)) {
+        return bad(format!(
+            "the local learners' lambda must be finite and > 0, got {l}"
+        ));
+    }
+    // Build every mechanism once so invalid ε/δ/λ fail before any work.
+    for &e in &config.epsilons {
+        config
+            .mechanism
+            .build_with(e, config.delta, config.lambda, &config.options)?;
+    }
+    MirrorAveraging::new(config.beta)?.warn_if_uncovered();
+    Ok(())
+}
+
+/// Runs the simulation, calling `progress` after each (ε, trial).
+pub fn run(
+    config: &SimulationConfig,
+    progress: &(dyn Fn() + Sync),
+) -> Result<(SimulationSummary, Vec<OrgRun>), SimulationError> {
+    validate(config)?;
+    let (synthetic, fixed) = match &config.source {
+        DataSource::Synthetic(spec) => {
+            let d = generate(spec, &mut derived_rng(config.seed, &[purpose::DATA]));
+            (Some((d.train, d.test)), None)
+        }
+        DataSource::Fixed { data, test } => (None, Some((data, *test))),
+    };
+    let trials: Vec<Trial> = (0..config.trials)
+        .into_par_iter()
+        .map(|t| {
+            let (train, test) = match (&synthetic, &fixed) {
+                (Some((train, test)), _) => (train.clone(), test.clone()),
+                (None, Some((data, split))) => {
+                    let mut rng = derived_rng(config.seed, &[t as u64, purpose::SPLIT]);
+                    let (test, train) = match split {
+                        TestSplit::Counts { positive, negative } => {
+                            stratified_split(data, *positive, *negative, &mut rng)?
+                        }
+                        TestSplit::Fraction(f) => proportional_split(data, *f, &mut rng)?,
+                    };
+                    (train, test)
+                }
+                _ => unreachable!("exactly one data source"),
+            };
+            prepare_trial(config, t, &train, test)
+        })
+        .collect::<Result<_, _>>()?;
+    let mut tasks: Vec<(usize, usize)> = Vec::new();
+    for e in 0..config.epsilons.len() {
+        for t in 0..config.trials {
+            tasks.push((e, t));
+        }
+    }
+    let runs: Vec<(Vec<OrgRun>, f64)> = tasks
+        .par_iter()
+        .map(|&(e, t)| {
+            let r = run_epsilon(config, e, &trials[t]);
+            progress();
+            r
+        })
+        .collect::<Result<_, _>>()?;
+    // λ of the private learners per ε, from the first trial's releases.
+    let lambdas: Vec<f64> = runs
+        .iter()
+        .step_by(config.trials)
+        .map(|(_, l)| *l)
+        .collect();
+    let runs: Vec<OrgRun> = runs.into_iter().flat_map(|(r, _)| r).collect();
+    Ok((summarise(config, &trials, &runs, &lambdas), runs))
+}
+
+fn prepare_trial(
+    config: &SimulationConfig,
+    t: usize,
+    train: &Dataset,
+    test: Dataset,
+) -> Result<Trial, SimulationError> {
+    let orgs = equal_partition(
+        train,
+        config.orgs,
+        &mut derived_rng(config.seed, &[t as u64, purpose::SPLIT, 1]),
+    )?;
+    let local_lambda = config
+        .local_lambda
+        .unwrap_or_else(|| config.lambda.non_private());
+    let local: Vec<LinearClassifier> = orgs
+        .iter()
+        .map(|d| fit_logistic(d, local_lambda).map(|f| f.classifier()))
+        .collect::<Result<_, _>>()?;
+    let local_accuracy = local.iter().map(|c| c.accuracy(&test)).collect();
+    let ma = MirrorAveraging::new(config.beta)?;
+    let nonprivate_aggregate_accuracy = (0..orgs.len())
+        .map(|m| {
+            let mut rng = derived_rng(
+                config.seed,
+                &[t as u64, m as u64, purpose::NONPRIVATE_ORDER],
+            );
+            let agg = ma.aggregate(&others(&local, m), &orgs[m], &mut rng)?;
+            Ok(agg.classifier.accuracy(&test))
+        })
+        .collect::<Result<_, SimulationError>>()?;
+    let all = Dataset::concat(&orgs);
+    let centralised_accuracy = fit_logistic(&all, local_lambda)?
+        .classifier()
+        .accuracy(&test);
+    Ok(Trial {
+        index: t,
+        test,
+        orgs,
+        local,
+        local_accuracy,
+        nonprivate_aggregate_accuracy,
+        centralised_accuracy,
+    })
+}
+
+/// One (ε, trial): every organisation's runs, and the λ its private learners trained with.
+fn run_epsilon(
+    config: &SimulationConfig,
+    e: usize,
+    trial: &Trial,
+) -> Result<(Vec<OrgRun>, f64), SimulationError> {
+    let epsilon = config.epsilons[e];
+    let mechanism =
+        config
+            .mechanism
+            .build_with(epsilon, config.delta, config.lambda, &config.options)?;
+    let t = trial.index as u64;
+    let releases: Vec<_> = trial
+        .orgs
+        .iter()
+        .enumerate()
+        .map(|(m, d)| {
+            let mut noise = NoiseSource::seeded(derive_seed(
+                config.seed,
+                &[t, e as u64, m as u64, purpose::NOISE],
+            ));
+            mechanism.release(d, &mut noise)
+        })
+        .collect::<Result<_, _>>()?;
+    let lambda = releases
+        .first()
+        .and_then(|r| r.metadata.parameters.get("lambda").copied())
+        .unwrap_or(f64::NAN);
+    let private: Vec<LinearClassifier> = releases.into_iter().map(|r| r.classifier).collect();
+    let ma = MirrorAveraging::new(config.beta)?;
+    let test = &trial.test;
+    (0..trial.orgs.len())
+        .map(|m| {
+            let own = &trial.orgs[m];
+            let experts = others(&private, m);
+            let agg = ma.aggregate(
+                &experts,
+                own,
+                &mut derived_rng(config.seed, &[t, e as u64, m as u64, purpose::ORDER]),
+            )?;
+            let mut with_own_experts = experts.clone();
+            with_own_experts.push(trial.local[m].clone());
+            let with_own = ma.aggregate(
+                &with_own_experts,
+                own,
+                &mut derived_rng(
+                    config.seed,
+                    &[t, e as u64, m as u64, purpose::WITH_OWN_ORDER],
+                ),
+            )?;
+            let best = agg.best_single();
+            Ok(OrgRun {
+                epsilon,
+                delta: config.delta,
+                trial: trial.index,
+                org: m,
+                local_accuracy: trial.local_accuracy[m],
+                private_learner_accuracy: private[m].accuracy(test),
+                aggregate_accuracy: agg.classifier.accuracy(test),
+                with_own_accuracy: with_own.classifier.accuracy(test),
+                uniform_average_accuracy: uniform_average(&experts).accuracy(test),
+                best_single_accuracy: experts[best].accuracy(test),
+                nonprivate_aggregate_accuracy: trial.nonprivate_aggregate_accuracy[m],
+                centralised_accuracy: trial.centralised_accuracy,
+            })
+        })
+        .collect::<Result<_, SimulationError>>()
+        .map(|runs| (runs, lambda))
+}
+
+/// For one ε's runs: per trial (in trial order), the number of organisations whose private
+/// aggregate beats their own local learner — the count of seed 001 Table 2.
+pub fn improved_per_trial(runs: &[&OrgRun]) -> Vec<f64> {
+    let mut trials: Vec<usize> = runs.iter().map(|r| r.trial).collect();
+    trials.sort_unstable();
+    trials.dedup();
+    trials
+        .iter()
+        .map(|&t| {
+            runs.iter()
+                .filter(|r| r.trial == t && r.aggregate_accuracy > r.local_accuracy)
+                .count() as f64
+        })
+        .collect()
+}
+
+fn summarise(
+    config: &SimulationConfig,
+    trials: &[Trial],
+    runs: &[OrgRun],
+    lambdas: &[f64],
+) -> SimulationSummary {
+    let rows = config
+        .epsilons
+        .iter()
+        .zip(lambdas)
+        .map(|(&eps, &lambda)| {
+            let rs: Vec<&OrgRun> = runs.iter().filter(|r| r.epsilon == eps).collect();
+            let col =
+                |f: fn(&OrgRun) -> f64| Summary::of(&rs.iter().map(|r| f(r)).collect::<Vec<_>>());
+            let improved = improved_per_trial(&rs);
+            SummaryRow {
+                epsilon: eps,
+                delta: config.delta,
+                local_accuracy: col(|r| r.local_accuracy),
+                private_learner_accuracy: col(|r| r.private_learner_accuracy),
+                aggregate_accuracy: col(|r| r.aggregate_accuracy),
+                nonprivate_aggregate_accuracy: col(|r| r.nonprivate_aggregate_accuracy),
+                improved_orgs: Summary::of(&improved),
+                with_own_accuracy: col(|r| r.with_own_accuracy),
+                uniform_average_accuracy: col(|r| r.uniform_average_accuracy),
+                best_single_accuracy: col(|r| r.best_single_accuracy),
+                private_lambda: lambda.is_finite().then_some(lambda),
+            }
+        })
+        .collect();
+    let mechanism = config
+        .mechanism
+        .build_with(
+            config.epsilons[0],
+            config.delta,
+            config.lambda,
+            &config.options,
+        )
+        .map(|m| m.name().to_owned())
+        .unwrap_or_default();
+    SimulationSummary {
+        dataset: config.dataset.clone(),
+        orgs: config.orgs,
+        trials: config.trials,
+        mechanism,
+        seed: config.seed,
+        lambda: config.lambda.non_private(),
+        lambda_auto: config.lambda.is_auto(),
+        local_lambda: config.local_lambda,
+        beta: config.beta,
+        rows_per_org: trials.first().map_or(0, |t| t.orgs[0].len()),
+        centralised_accuracy: Summary::of(
+            &trials
+                .iter()
+                .map(|t| t.centralised_accuracy)
+                .collect::<Vec<_>>(),
+        )
+        .mean,
+        rows,
+    }
+}
+
+/// Writes `runs` as CSV (one line per (ε, trial, organisation)).
+pub fn runs_csv(runs: &[OrgRun]) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in runs {
+        w.serialize(r)?;
+    }
+    w.into_inner().map_err(|e| csv::Error::from(e.into_error()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small(seed: u64) -> SimulationConfig {
+        SimulationConfig {
+            dataset: "synthetic".into(),
+            source: DataSource::Synthetic(SyntheticSpec {
+                train: 400,
+                test_per_label: 100,
+                ..SyntheticSpec::default()
+            }),
+            orgs: 8,
+            mechanism: MechanismKind::ObjectivePerturbation,
+            epsilons: vec![0.5, 2.0],
+            delta: 0.0,
+            lambda: Lambda::Fixed(0.01),
+            local_lambda: None,
+            beta: 3.0,
+            trials: 3,
+            seed,
+            options: Default::default(),
+        }
+    }
+
+    #[test]
+    fn deterministic_for_a_seed_whatever_the_thread_count() {
+        let c = small(11);
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("pool")
+            .install(|| run(&c, &|| {}))
+            .expect("run");
+        let two = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("pool")
+            .install(|| run(&c, &|| {}))
+            .expect("run");
+        assert_eq!(one.1, two.1);
+        assert_eq!(one.0, two.0);
+        assert_ne!(run(&small(12), &|| {}).expect("run").1, one.1);
+    }
+
+    #[test]
+    fn produces_one_run_per_epsilon_trial_org() {
+        let (summary, runs) = run(&small(1), &|| {}).expect("run");
+        assert_eq!(runs.len(), 2 * 3 * 8);
+        assert_eq!(summary.rows.len(), 2);
+        assert_eq!(summary.rows_per_org, 50);
+        assert!(summary.centralised_accuracy > 0.9);
+        let csv = String::from_utf8(runs_csv(&runs).expect("csv")).expect("utf8");
+        assert_eq!(csv.lines().count(), 1 + runs.len());
+        assert!(csv.starts_with("epsilon,delta,trial,org,local_accuracy"));
+    }
+
+    #[test]
+    fn bad_configuration_is_an_error() {
+        let mut c = small(1);
+        c.orgs = 1;
+        assert!(matches!(run(&c, &|| {}), Err(SimulationError::Config(_))));
+        let mut c = small(1);
+        c.epsilons = vec![0.0];
+        assert!(matches!(
+            run(&c, &|| {}),
+            Err(SimulationError::Mechanism(_))
+        ));
+        let mut c = small(1);
+        c.orgs = 1000;
+        assert!(matches!(
+            run(&c, &|| {}),
+            Err(SimulationError::Partition(_))
+        ));
+    }
+}
