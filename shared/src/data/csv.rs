@@ -2,7 +2,7 @@
 //!
 //! The file must start with a header row. Columns are matched by name, in any order; quoted
 //! headers and values are accepted, surrounding whitespace is trimmed, and columns the schema does
-//! not mention are ignored (their names are logged at `debug` level). Every feature value must be a
+//! not mention are ignored (named in [`LoadReport::ignored`] and logged at `warn` level). Every feature value must be a
 //! finite number and every label must be the schema's `positive` (→ +1) or `negative` (→ −1)
 //! value. Rows are normalised with [`Schema::normalise_row`], so every row of the result has
 //! ||x||₂ ≤ 1.
@@ -37,6 +37,9 @@ pub struct LoadReport {
     pub missing: Vec<(String, usize)>,
     /// Rows projected onto the unit ball (ball mode; 0 otherwise).
     pub projected: usize,
+    /// Header columns the schema does not use, in header order: ignored, and warned about, since
+    /// a column the operator meant as a feature would otherwise be dropped without a word.
+    pub ignored: Vec<String>,
 }
 
 impl LoadReport {
@@ -197,6 +200,7 @@ pub fn read_csv<R: std::io::Read>(
         });
     }
     let columns = Columns::find(&header, origin, schema)?;
+    let ignored = ignored_columns(&header, schema);
     let mut rows = Rows::new(schema);
     let mut record = csv::StringRecord::new();
     let mut last_line = 1;
@@ -223,7 +227,17 @@ pub fn read_csv<R: std::io::Read>(
             origin: origin.to_owned(),
         });
     }
-    Ok(rows.finish(origin))
+    let (dataset, mut report) = rows.finish(origin);
+    if !ignored.is_empty() {
+        tracing::warn!(
+            file = origin,
+            "{} column(s) not in the schema are ignored: {}",
+            ignored.len(),
+            ignored.join(", ")
+        );
+    }
+    report.ignored = ignored;
+    Ok((dataset, report))
 }
 
 /// A CSV-level error as a [`DataError`], on one line; `fallback_line` where the parser gives none.
@@ -264,7 +278,7 @@ struct Columns {
 
 impl Columns {
     /// Finds every schema column in `header`, refusing missing and repeated ones (features in
-    /// schema order first, then the label), and logs the names of the columns it ignores.
+    /// schema order first, then the label).
     fn find(header: &csv::StringRecord, origin: &str, schema: &Schema) -> Result<Self, DataError> {
         let mut index: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, name) in header.iter().enumerate() {
@@ -276,7 +290,6 @@ impl Columns {
             .map(|f| column_index(&index, &f.name, "feature", origin))
             .collect::<Result<Vec<_>, _>>()?;
         let label = column_index(&index, &schema.label.column, "label", origin)?;
-        log_ignored_columns(header, origin, schema);
         Ok(Self { features, label })
     }
 }
@@ -302,18 +315,19 @@ fn column_index(
     }
 }
 
-/// Logs (at `debug` level) the names of the header's columns the schema does not use.
-fn log_ignored_columns(header: &csv::StringRecord, origin: &str, schema: &Schema) {
+/// The header's columns the schema does not use, in header order.
+fn ignored_columns(header: &csv::StringRecord, schema: &Schema) -> Vec<String> {
     let used: std::collections::HashSet<&str> = schema
         .features
         .iter()
         .map(|f| f.name.as_str())
         .chain(std::iter::once(schema.label.column.as_str()))
         .collect();
-    let extra: Vec<&str> = header.iter().filter(|h| !used.contains(h)).collect();
-    if !extra.is_empty() {
-        tracing::debug!(file = origin, ignored = ?extra, "columns not in the schema are ignored");
-    }
+    header
+        .iter()
+        .filter(|h| !used.contains(h))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// A feature value: a finite number.
@@ -419,6 +433,7 @@ impl<'s> Rows<'s> {
             clipped: names().zip(self.clipped).collect(),
             missing: names().zip(self.missing).collect(),
             projected: self.projected,
+            ignored: Vec::new(),
         };
         if self.schema.mode() == MapMode::Ball {
             let missing: usize = report.missing.iter().map(|(_, n)| n).sum();
@@ -519,6 +534,7 @@ hi = 90.0
             vec![("glucose".to_owned(), 2), ("age".to_owned(), 0)]
         );
         assert_eq!(report.total_clipped(), 2);
+        assert_eq!(report.ignored, vec!["id".to_owned()]);
         assert!(d.max_row_norm() <= 1.0);
     }
 

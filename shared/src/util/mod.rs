@@ -1,11 +1,13 @@
 //! Small utilities shared by every layer.
 //!
+//! - [`num`]: [`num::Num`], numbers in errors and the ledger without 300-digit decimals.
 //! - [`stats`]: mean ± sd and the Kolmogorov–Smirnov test of the noise tests.
 //! - [`files`]: [`files::atomic_write`], output that is never half-written (invariant 5).
 //! - [`stop`]: [`stop::Stop`], cancellation and deadlines for long work.
 //! - [`time`]: timestamps of releases and reports.
 
 pub mod files;
+pub mod num;
 pub mod stats;
 pub mod stop;
 pub mod time;

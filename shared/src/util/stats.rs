@@ -1,4 +1,5 @@
-//! Small statistics used by simulations (mean ± sd) and by the noise tests (Kolmogorov–Smirnov).
+//! Small statistics used by simulations (mean ± sd), by reports (Wilson intervals of accuracies)
+//! and by the noise tests (Kolmogorov–Smirnov).
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +30,26 @@ impl Summary {
         };
         Self { mean, sd }
     }
+}
+
+/// The 95 % Wilson score interval of a proportion `p` observed on `n` trials (Wilson 1927):
+/// (p + z²/2n ± z·√(p(1−p)/n + z²/4n²)) / (1 + z²/n) with z = 1.96. Unlike p ± z·√(p(1−p)/n) it
+/// stays inside [0, 1] and is not empty at p = 0 or 1, which matters for accuracies measured on
+/// a few dozen test rows. `n = 0` gives [0, 1].
+pub fn wilson_interval(p: f64, n: usize) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    const Z: f64 = 1.959_963_984_540_054;
+    let n = n as f64;
+    let z2 = Z * Z;
+    let centre = p + z2 / (2.0 * n);
+    let half = Z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    let scale = 1.0 + z2 / n;
+    (
+        ((centre - half) / scale).max(0.0),
+        ((centre + half) / scale).min(1.0),
+    )
 }
 
 /// Result of a one-sample Kolmogorov–Smirnov test.
@@ -94,5 +115,16 @@ mod tests {
         assert!(ks_test(&shifted, |x| x.clamp(0.0, 1.0)).p_value < 1e-6);
         // Q(1.36) ≈ 0.05, the textbook 5% critical value.
         assert!((kolmogorov_q(1.358) - 0.05).abs() < 1e-3);
+    }
+
+    #[test]
+    fn wilson_interval_matches_a_reference() {
+        // R: prop.test(x = 8, n = 10, correct = FALSE)$conf.int → 0.4901625 0.9433178.
+        let (lo, hi) = wilson_interval(0.8, 10);
+        assert!((lo - 0.490_162_5).abs() < 1e-6, "{lo}");
+        assert!((hi - 0.943_317_8).abs() < 1e-6, "{hi}");
+        let (lo, hi) = wilson_interval(1.0, 63);
+        assert!(hi == 1.0 && lo > 0.9 && lo < 0.95, "{lo}");
+        assert_eq!(wilson_interval(0.5, 0), (0.0, 1.0));
     }
 }

@@ -8,6 +8,7 @@
 use super::AccountingError;
 use super::ledger::{Charge, Composition, compose};
 use crate::privacy::guarantee::PrivacyGuarantee;
+use crate::util::num::Num;
 
 /// Relative slack when comparing a charge with the remaining budget, so that ten releases of
 /// ε = 0.1 fit a budget of 1.0 despite rounding (1e-12 of the budget: negligible for privacy).
@@ -40,7 +41,7 @@ impl BudgetPolicy {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Refusal {
     /// The release's ε exceeds the per-release cap.
-    #[error("ε = {epsilon} exceeds this node's per-release cap of {cap}")]
+    #[error("ε = {} exceeds this node's per-release cap of {}", Num(*.epsilon), Num(*.cap))]
     OverCap {
         /// ε asked for.
         epsilon: f64,
@@ -50,8 +51,8 @@ pub enum Refusal {
     /// The composition including the release exceeds the totals.
     #[error(
         "privacy budget exhausted: this release (ε = {}, δ = {}, {}) would bring the spend under replace-one to ε = {}, δ = {}, over the totals; remaining ε = {}, δ = {}",
-        .guarantee.epsilon, .guarantee.delta, .guarantee.relation, .epsilon_after, .delta_after,
-        .remaining_epsilon, .remaining_delta
+        Num(.guarantee.epsilon), Num(.guarantee.delta), .guarantee.relation, Num(*.epsilon_after),
+        Num(*.delta_after), Num(*.remaining_epsilon), Num(*.remaining_delta)
     )]
     Exhausted {
         /// The release's guarantee.

@@ -101,17 +101,17 @@ fn spend(
         charges: charges.len(),
     };
     let curves: Option<Vec<&RdpCurve>> = charges.iter().map(|c| c.rdp.as_ref()).collect();
-    if let (Some(curves), true) = (curves, delta > 0.0 && delta < 1.0) {
-        if let Some((first, rest)) = curves.split_first() {
-            let mut total = (*first).clone();
-            for c in rest {
-                total = total.compose(c)?;
-            }
-            let rdp_epsilon = total.epsilon(delta)?.epsilon;
-            if rdp_epsilon < out.epsilon {
-                out.epsilon = rdp_epsilon;
-                out.accounting = Accounting::Rdp;
-            }
+    if let (Some(curves), true) = (curves, delta > 0.0 && delta < 1.0)
+        && let Some((first, rest)) = curves.split_first()
+    {
+        let mut total = (*first).clone();
+        for c in rest {
+            total = total.compose(c)?;
+        }
+        let rdp_epsilon = total.epsilon(delta)?.epsilon;
+        if rdp_epsilon < out.epsilon {
+            out.epsilon = rdp_epsilon;
+            out.accounting = Accounting::Rdp;
         }
     }
     Ok(out)

@@ -147,7 +147,7 @@ impl From<f64> for Lambda {
 impl fmt::Display for Lambda {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Fixed(l) => write!(f, "{l}"),
+            Self::Fixed(l) => write!(f, "{}", crate::util::num::Num(*l)),
             Self::Auto => f.write_str("auto"),
         }
     }

@@ -56,6 +56,7 @@ use crate::privacy::accounting::{AccountingError, RdpCurve};
 use crate::privacy::guarantee::{Assumptions, LOGISTIC_UNIT_BALL, PrivacyGuarantee};
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::release::{Parameters, Release, ReleaseMetadata};
+use crate::util::num::Num;
 use crate::util::stop::{Stop, Stopped};
 
 pub use dp_sgd::{DpSgd, DpSgdConfig, StepSize};
@@ -73,7 +74,7 @@ pub use spec::LearnerSpec;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MechanismError {
     /// A parameter is outside its valid range.
-    #[error("invalid {name} = {value}: {requirement}")]
+    #[error("invalid {name} = {}: {requirement}", Num(*.value))]
     InvalidParameter {
         /// Parameter name.
         name: &'static str,

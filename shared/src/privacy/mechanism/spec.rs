@@ -3,7 +3,17 @@
 //! of a stored release), the aggregator (what it requests and checks) and the lab.
 
 use super::{Lambda, Mechanism, MechanismError, MechanismKind, Options};
+use crate::util::num::Num;
 use serde::{Deserialize, Serialize};
+
+/// The smallest ε a node accepts (see [`LearnerSpec::check_ranges`]).
+pub const EPSILON_MIN: f64 = 1e-6;
+/// The largest ε a node accepts.
+pub const EPSILON_MAX: f64 = 100.0;
+/// The smallest fixed λ a node accepts.
+pub const LAMBDA_MIN: f64 = 1e-9;
+/// The largest fixed λ a node accepts.
+pub const LAMBDA_MAX: f64 = 1e3;
 
 /// What to train. Serialised with the field names nodes have always stored (`mechanism`,
 /// `lambda`), so specs recorded by earlier versions keep their identity; a fixed λ is stored as
@@ -49,15 +59,42 @@ impl LearnerSpec {
         let options: String = self
             .options
             .iter()
-            .map(|(k, v)| format!(" {k} = {v}"))
+            .map(|(k, v)| format!(" {k} = {}", Num(*v)))
             .collect();
         format!(
             "{} ε = {} δ = {} λ = {}{options}",
             self.kind.name(),
-            self.epsilon,
-            self.delta,
+            Num(self.epsilon),
+            Num(self.delta),
             self.l2
         )
+    }
+
+    /// The ranges a node accepts in a release request, checked before anything is charged.
+    /// Beyond them a release is refused as an invalid argument rather than trained: below
+    /// [`EPSILON_MIN`] the noise scales (1/ε) overflow or swamp any learner; above
+    /// [`EPSILON_MAX`] the accounting's e^ε terms lose all precision and the release is not
+    /// private in any useful sense; above [`LAMBDA_MAX`] every weight is below 10⁻³ (for
+    /// ‖x‖₂ ≤ 1 and a 1-Lipschitz loss the minimiser has ‖θ‖₂ ≤ 1/λ), so the budget would buy
+    /// a learner that predicts nothing; below [`LAMBDA_MIN`] the output-perturbation and Gibbs
+    /// scales (∝ 1/λ) overflow.
+    pub fn check_ranges(&self) -> Result<(), MechanismError> {
+        let out = |name, value, requirement| {
+            Err(MechanismError::InvalidParameter {
+                name,
+                value,
+                requirement,
+            })
+        };
+        if !(EPSILON_MIN..=EPSILON_MAX).contains(&self.epsilon) {
+            return out("epsilon", self.epsilon, "must be in [1e-6, 100]");
+        }
+        match self.l2.fixed() {
+            Some(l) if !(LAMBDA_MIN..=LAMBDA_MAX).contains(&l) => {
+                out("lambda", l, "must be in [1e-9, 1000] or `auto`")
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -100,5 +137,25 @@ mod tests {
             "objective-perturbation ε = 1 δ = 0 λ = auto"
         );
         assert!(auto.build().is_ok());
+    }
+
+    #[test]
+    fn requests_outside_the_ranges_are_invalid_arguments_with_short_numbers() {
+        let op = |epsilon, lambda: Lambda| {
+            LearnerSpec::new(MechanismKind::ObjectivePerturbation, epsilon, 0.0, lambda)
+        };
+        assert!(op(1.0, Lambda::Auto).check_ranges().is_ok());
+        assert!(op(EPSILON_MIN, LAMBDA_MAX.into()).check_ranges().is_ok());
+        assert!(op(EPSILON_MAX, LAMBDA_MIN.into()).check_ranges().is_ok());
+        for (spec, text) in [
+            (op(5e-324, Lambda::Auto), "invalid epsilon = 5e-324"),
+            (op(1e308, Lambda::Auto), "invalid epsilon = 1e308"),
+            (op(f64::NAN, Lambda::Auto), "invalid epsilon = NaN"),
+            (op(1.0, 1e300.into()), "invalid lambda = 1e300"),
+            (op(1.0, 1e-300.into()), "invalid lambda = 1e-300"),
+        ] {
+            let e = spec.check_ranges().expect_err("out of range");
+            assert!(e.to_string().starts_with(text), "{e}");
+        }
     }
 }
