@@ -24,6 +24,7 @@
 use clap::ArgMatches;
 use dpagg_shared::cli::{ConfigError, FileSettings, Layers, Setting};
 use dpagg_shared::privacy::accounting::admission::BUDGET_SLACK;
+use dpagg_shared::util::num::Num;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -111,8 +112,9 @@ pub struct Policy {
 /// A budget total set below what the ledger has already spent.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 #[error(
-    "`{key}` = {total} is below the {what} already spent ({spent}): the ledger cannot be \
-     un-spent; set it to at least {spent} (equal to stop publishing)"
+    "`{key}` = {} is below the {what} already spent ({}): the ledger cannot be \
+     un-spent; set it to at least {1} (equal to stop publishing)",
+    Num(*.total), Num(*.spent)
 )]
 pub struct BelowSpent {
     /// The setting.

@@ -3,11 +3,15 @@
 //! Holds the organisation's records and publishes only differentially private learners, each
 //! charged to a durable privacy ledger before it can be served ([`store`]). [`node`] ties schema,
 //! data, policy and store together; [`service`] is the `dpagg.v1.OrganisationNode` gRPC service;
-//! [`transport`] serves it with health and reflection; [`config`] resolves file, flags and env.
+//! [`transport`] serves it with health and reflection; [`config`] resolves file, flags and env;
+//! [`lock`] keeps one serving node per state folder; [`split`] deals a CSV over organisations
+//! for trying dpagg by hand.
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod lock;
 pub mod node;
 pub mod service;
+pub mod split;
 pub mod store;
 pub mod transport;

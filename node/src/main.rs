@@ -4,6 +4,7 @@
 //! - `publish`: release a learner locally under the node's policy (same ledger as `serve`).
 //! - `ledger`: spent and remaining budget, and every release.
 //! - `check`: validate a CSV against the public schema (nothing is released).
+//! - `split`: deal one CSV's rows over organisations (for trying dpagg by hand).
 //! - `health`: ask a running node whether it is serving (for container health checks).
 //!
 //! Logging, settings and the exit path are `dpagg_shared::cli`: errors are one line on stderr
@@ -14,12 +15,15 @@
 use anyhow::{Context, Result, bail};
 use clap::{ArgMatches, Subcommand};
 use dpagg_node::config::{DEFAULT_LISTEN, NodeConfig, Settings};
+use dpagg_node::lock::ServeLock;
 use dpagg_node::node::Node;
+use dpagg_node::split::split_csv;
 use dpagg_node::store::Store;
 use dpagg_shared::cli::{self, Out, exit::is_stdout_closed};
 use dpagg_shared::data::csv::load_csv;
 use dpagg_shared::data::schema::Schema;
 use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};
+use dpagg_shared::util::num::{Num, fixed};
 use dpagg_shared::util::time::rfc3339;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -65,6 +69,21 @@ enum Command {
         #[arg(long, env = "DPAGG_SCHEMA")]
         schema: PathBuf,
     },
+    /// Deal the rows of one CSV over organisations (to try dpagg by hand with one dataset).
+    Split {
+        /// The CSV file to deal (header row first).
+        #[arg(long)]
+        data: PathBuf,
+        /// The organisations, comma-separated: one file NAME.csv each.
+        #[arg(long, value_delimiter = ',', required = true)]
+        into: Vec<String>,
+        /// Folder for the parts (created if needed).
+        #[arg(long, default_value = ".")]
+        out: PathBuf,
+        /// Seed of the shuffle (a simulation aid; no release depends on it).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// Exit 0 if the node at ADDR reports SERVING on the gRPC health service.
     Health {
         /// The node's address.
@@ -102,6 +121,14 @@ fn check(data: PathBuf, schema: PathBuf, out: &mut Out) -> Result<()> {
         "max row norm {:.6} (the privacy proofs need ≤ 1)",
         dataset.max_row_norm()
     )?;
+    if !report.ignored.is_empty() {
+        writeln!(
+            out,
+            "ignored {} column(s) not in the schema: {}",
+            report.ignored.len(),
+            report.ignored.join(", ")
+        )?;
+    }
     if report.total_clipped() == 0 {
         writeln!(out, "no value outside the schema bounds")?;
     }
@@ -153,6 +180,7 @@ fn announce(out: &mut Out, addr: SocketAddr) -> Result<()> {
 }
 
 fn serve(config: NodeConfig, out: &mut Out) -> Result<()> {
+    let _lock = ServeLock::acquire(&config.state_dir, &config.organisation_id)?;
     let node = Arc::new(Node::load(&config)?);
     runtime()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind(config.listen)
@@ -204,16 +232,16 @@ fn publish(config: NodeConfig, spec: LearnerSpec, out: &mut Out) -> Result<()> {
         },
         release.release_id,
         release.metadata().mechanism,
-        g.epsilon,
-        g.delta,
+        Num(g.epsilon),
+        Num(g.delta),
         g.relation
     )?;
     writeln!(
         out,
-        "budget: spent ε = {:.6}, δ = {:e}; remaining ε = {:.6}, δ = {:e}",
-        b.spent.epsilon,
+        "budget: spent ε = {}, δ = {:e}; remaining ε = {}, δ = {:e}",
+        fixed(b.spent.epsilon, 6),
         b.spent.delta,
-        b.epsilon_remaining(),
+        fixed(b.epsilon_remaining(), 6),
         b.delta_remaining()
     )?;
     Ok(())
@@ -229,16 +257,17 @@ fn ledger(config: NodeConfig, out: &mut Out) -> Result<()> {
         );
     }
     let store = Store::open(&config.state_dir)?;
+    store.claim(&config.organisation_id)?;
     let s = store.spent()?;
     let p = config.policy;
     writeln!(out, "organisation {}", config.organisation_id)?;
     writeln!(
         out,
-        "ε: total {} spent {:.6} remaining {:.6} (cap {} per release)",
-        p.epsilon_total,
-        s.epsilon,
-        (p.epsilon_total - s.epsilon).max(0.0),
-        p.cap()
+        "ε: total {} spent {} remaining {} (cap {} per release)",
+        Num(p.epsilon_total),
+        fixed(s.epsilon, 6),
+        fixed((p.epsilon_total - s.epsilon).max(0.0), 6),
+        Num(p.cap())
     )?;
     writeln!(
         out,
@@ -261,11 +290,11 @@ fn ledger(config: NodeConfig, out: &mut Out) -> Result<()> {
         if r.charges > 0 {
             writeln!(
                 out,
-                "  {:<15} ε = {:.6} ({}; Σε = {:.6}), δ = {:e}, {} release(s)",
+                "  {:<15} ε = {} ({}; Σε = {}), δ = {:e}, {} release(s)",
                 r.relation.to_string(),
-                r.epsilon,
+                fixed(r.epsilon, 6),
                 r.accounting,
-                r.basic_epsilon,
+                fixed(r.basic_epsilon, 6),
                 r.delta,
                 r.charges
             )?;
@@ -280,9 +309,9 @@ fn ledger(config: NodeConfig, out: &mut Out) -> Result<()> {
             r.release_id,
             rfc3339(r.created_unix_ms),
             r.metadata().mechanism,
-            g.epsilon,
-            g.delta,
-            r.spec.l2,
+            Num(g.epsilon).to_string(),
+            Num(g.delta).to_string(),
+            r.spec.l2.to_string(),
             g.relation,
             if r.metadata().seeded { "  SEEDED" } else { "" }
         )?;
@@ -341,6 +370,17 @@ fn run(command: Command, matches: &ArgMatches, out: &mut Out) -> Result<()> {
         }
         Command::Ledger(settings) => ledger(settings.resolve(matches)?, out),
         Command::Check { data, schema } => check(data, schema, out),
+        Command::Split {
+            data,
+            into,
+            out: folder,
+            seed,
+        } => {
+            for (path, rows) in split_csv(&data, &into, seed, &folder)? {
+                writeln!(out, "{}: {rows} rows", path.display())?;
+            }
+            Ok(())
+        }
         Command::Health { addr, timeout } => health(addr, timeout, out),
     }
 }

@@ -86,6 +86,9 @@ pub struct Node {
 impl Node {
     /// Loads schema, data and state.
     pub fn load(config: &NodeConfig) -> Result<Self, NodeError> {
+        // The folder's owner first: no data is read under another organisation's name.
+        let store = Store::open(&config.state_dir)?;
+        store.claim(&config.organisation_id)?;
         let schema_toml =
             std::fs::read_to_string(&config.schema).map_err(|source| SchemaError::Io {
                 origin: config.schema.display().to_string(),
@@ -98,7 +101,6 @@ impl Node {
             clipped = report.total_clipped(),
             "loaded the organisation's data"
         );
-        let store = Store::open(&config.state_dir)?;
         let spent = store.spent()?;
         if let Some(below) = config
             .policy
@@ -140,6 +142,7 @@ impl Node {
 
     /// Releases a learner for `spec`, or returns the one released before for the same spec.
     pub fn publish(&self, spec: &LearnerSpec) -> Result<(PublishedLearner, bool), PublishError> {
+        spec.check_ranges()?;
         // λ = auto is calibrated for ball-mode schemas; with the paper map it means 0.01. The
         // stored spec (the release's identity) keeps `auto`; the release records the λ used.
         let mut trained = spec.clone();

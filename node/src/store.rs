@@ -84,6 +84,19 @@ pub enum StoreError {
     /// The operating system refused entropy for a release id.
     #[error("cannot obtain entropy for a release id: {0}")]
     Entropy(String),
+    /// The state folder was claimed by another organisation: its releases were trained on that
+    /// organisation's data and must never be served under another name.
+    #[error(
+        "{path}: this state folder belongs to organisation `{owner}`, not `{ours}`: its releases were trained on `{owner}`'s data; give each organisation's node its own state folder"
+    )]
+    OtherOrganisation {
+        /// The database file.
+        path: String,
+        /// The organisation recorded in the folder.
+        owner: String,
+        /// The organisation asking.
+        ours: String,
+    },
     /// The ledger's charges cannot be composed.
     #[error("{path}: cannot compose the ledger: {reason}")]
     Accounting {
@@ -148,6 +161,10 @@ CREATE TABLE IF NOT EXISTS ledger (
     recorded_unix_ms INTEGER NOT NULL,
     rdp TEXT
 );
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 ";
 
 impl Store {
@@ -179,6 +196,48 @@ impl Store {
             writer: Mutex::new(writer),
             reader: Mutex::new(reader),
         })
+    }
+
+    /// Binds the state folder to `organisation_id` on first use, and refuses any other
+    /// organisation afterwards ([`StoreError::OtherOrganisation`]).
+    pub fn claim(&self, organisation_id: &str) -> Result<(), StoreError> {
+        let mut conn = self.writer();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e))?;
+        let owner: Option<String> = tx
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'organisation_id'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        match owner {
+            Some(owner) if owner != organisation_id => {
+                return Err(StoreError::OtherOrganisation {
+                    path: self.path.display().to_string(),
+                    owner,
+                    ours: organisation_id.to_owned(),
+                });
+            }
+            Some(_) => {}
+            None => {
+                tx.execute(
+                    "INSERT INTO meta (key, value) VALUES ('organisation_id', ?1)",
+                    [organisation_id],
+                )
+                .map_err(|e| self.err(e))?;
+            }
+        }
+        tx.commit().map_err(|e| self.err(e))
+    }
+
+    /// The writing connection (a panic elsewhere does not poison the database).
+    fn writer(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn err(&self, source: rusqlite::Error) -> StoreError {
@@ -343,10 +402,7 @@ impl Store {
         if let Some(existing) = self.for_spec(spec, schema_fingerprint)? {
             return Ok((existing, false));
         }
-        let mut conn = self
-            .writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut conn = self.writer();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.err(e))?;

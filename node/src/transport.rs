@@ -22,6 +22,14 @@ pub enum TransportError {
     Server(#[from] tonic::transport::Error),
 }
 
+/// Reflection over the node service and health, so `grpcurl list` shows both. Served as v1 and
+/// as v1alpha: clients such as grpcio-reflection (Python) and older grpcurl ask v1alpha only.
+fn reflection() -> tonic_reflection::server::Builder<'static> {
+    tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+}
+
 /// Serves `node` on `listener` until `shutdown` resolves, then drains in-flight requests.
 pub async fn serve(
     listener: TcpListener,
@@ -32,12 +40,10 @@ pub async fn serve(
     reporter
         .set_serving::<OrganisationNodeServer<NodeService>>()
         .await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
-        .build_v1()?;
     tonic::transport::Server::builder()
         .add_service(health)
-        .add_service(reflection)
+        .add_service(reflection().build_v1()?)
+        .add_service(reflection().build_v1alpha()?)
         .add_service(OrganisationNodeServer::new(NodeService::new(node)))
         // TCP_NODELAY: without it, Nagle's algorithm and delayed ACKs add ~40 ms to each small
         // response on loopback (measured by `dpagg-aggregator bench-fetch`).

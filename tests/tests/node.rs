@@ -235,9 +235,6 @@ async fn concurrent_publishes_never_overspend() {
 
 #[tokio::test]
 async fn health_and_reflection_are_served() {
-    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
-    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
-    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
     let dir = tempfile::tempdir().expect("tempdir");
     let node = NodeProcess::start(&node_config(dir.path(), "org-e", 1.0, 1.0, false, 60));
     assert_success(&run(
@@ -250,25 +247,58 @@ async fn health_and_reflection_are_served() {
         .connect()
         .await
         .expect("connect");
-    let mut r = ServerReflectionClient::new(channel);
+    let wanted = ["dpagg.v1.OrganisationNode", "grpc.health.v1.Health"];
+    let v1 = list_services_v1(channel.clone()).await;
+    let v1alpha = list_services_v1alpha(channel).await;
+    for name in wanted {
+        assert!(v1.iter().any(|n| n == name), "v1 lacks {name}: {v1:?}");
+        assert!(
+            v1alpha.iter().any(|n| n == name),
+            "v1alpha lacks {name}: {v1alpha:?}"
+        );
+    }
+}
+
+/// `grpcurl list` over reflection v1.
+async fn list_services_v1(channel: Channel) -> Vec<String> {
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
     let request = tonic_reflection::pb::v1::ServerReflectionRequest {
         host: String::new(),
         message_request: Some(MessageRequest::ListServices(String::new())),
     };
-    let mut stream = r
+    let mut stream = ServerReflectionClient::new(channel)
         .server_reflection_info(tokio_stream_once(request))
         .await
-        .expect("reflection")
+        .expect("reflection v1")
         .into_inner();
     let reply = stream.message().await.expect("message").expect("one reply");
     let Some(MessageResponse::ListServicesResponse(list)) = reply.message_response else {
         panic!("unexpected reply")
     };
-    let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
-    assert!(
-        names.iter().any(|n| n == "dpagg.v1.OrganisationNode"),
-        "{names:?}"
-    );
+    list.service.into_iter().map(|s| s.name).collect()
+}
+
+/// The same over reflection v1alpha, which grpcio-reflection and older grpcurl ask.
+async fn list_services_v1alpha(channel: Channel) -> Vec<String> {
+    use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
+    let request = tonic_reflection::pb::v1alpha::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut stream = ServerReflectionClient::new(channel)
+        .server_reflection_info(tokio_stream_once(request))
+        .await
+        .expect("reflection v1alpha")
+        .into_inner();
+    let reply = stream.message().await.expect("message").expect("one reply");
+    let Some(MessageResponse::ListServicesResponse(list)) = reply.message_response else {
+        panic!("unexpected reply")
+    };
+    list.service.into_iter().map(|s| s.name).collect()
 }
 
 fn tokio_stream_once<T: Send + 'static>(
@@ -679,4 +709,168 @@ fn logs_are_plain_text_off_a_terminal() {
         "{stderr}"
     );
     assert!(!stderr.contains('\u{1b}'), "ANSI escape in {stderr:?}");
+}
+
+/// Two nodes on one state folder: the second `serve` stops at once, naming the folder and the
+/// holder; after the holder ends, another organisation still cannot use the folder.
+#[test]
+fn a_state_folder_serves_one_node_of_one_organisation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    let first = node_config(p, "org-1", 5.0, 2.0, false, 60);
+    let mut holder = NodeProcess::start(&first);
+    let state = p.join("org-1-state");
+    let state = state.to_str().expect("utf8");
+    let other = node_config(p, "org-2", 5.0, 2.0, false, 60);
+    let other = other.to_str().expect("utf8");
+    let serve = |config: &str| {
+        run(
+            "dpagg-node",
+            &[
+                "serve",
+                "--config",
+                config,
+                "--state-dir",
+                state,
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            p,
+        )
+    };
+    let second = serve(other);
+    assert_one_line_error(&second, &[state, "in use by a running node", "`org-1`"]);
+    let same = serve(first.to_str().expect("utf8"));
+    assert_one_line_error(&same, &[state, "in use by a running node", "`org-1`"]);
+    assert!(holder.terminate(), "clean shutdown");
+    let publish = run(
+        "dpagg-node",
+        &[
+            "publish",
+            "--config",
+            other,
+            "--state-dir",
+            state,
+            "--epsilon",
+            "1",
+        ],
+        p,
+    );
+    assert_one_line_error(
+        &publish,
+        &[state, "belongs to organisation `org-1`, not `org-2`"],
+    );
+    let again = serve(other);
+    assert_one_line_error(&again, &["belongs to organisation `org-1`"]);
+}
+
+/// The contract's promises at its edges: the same id gives the same bytes; parameters outside
+/// the accepted ranges are INVALID_ARGUMENT before anything is charged, with short numbers; a
+/// huge mechanism name is not echoed; `latest = false` selects nothing.
+#[tokio::test]
+async fn the_contract_holds_at_its_edges() {
+    use prost::Message;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = node_config(dir.path(), "org-x", 5.0, 2.0, true, 60);
+    let node = NodeProcess::start(&config);
+    let mut c = client(&node).await;
+    let learner = publish(&mut c, spec(1.0, 0.01)).await.expect("publish");
+    let ledger = run(
+        "dpagg-node",
+        &[
+            "ledger",
+            "--config",
+            config.to_str().expect("utf8"),
+            "--epsilon-total",
+            "1e308",
+        ],
+        dir.path(),
+    );
+    assert_success(&ledger);
+    let text = String::from_utf8_lossy(&ledger.stdout);
+    assert!(
+        text.contains("ε: total 1e308 spent 1.000000 remaining 1e308"),
+        "{text}"
+    );
+    let id = learner
+        .metadata
+        .as_ref()
+        .expect("metadata")
+        .release_id
+        .clone();
+    let by_id = || Selector::ReleaseId(id.clone());
+    let once = get(&mut c, by_id()).await.encode_to_vec();
+    let twice = get(&mut c, by_id()).await.encode_to_vec();
+    assert_eq!(once, twice, "GetLearner of one id must give the same bytes");
+    assert_eq!(once, learner.encode_to_vec());
+    for (s, shown) in [
+        (spec(5e-324, 0.01), "epsilon = 5e-324"),
+        (spec(1e308, 0.01), "epsilon = 1e308"),
+        (spec(1.0, 1e300), "lambda = 1e300"),
+        (spec(1.0, 1e-300), "lambda = 1e-300"),
+    ] {
+        let e = publish(&mut c, s).await.expect_err("out of range");
+        assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+        assert!(e.message().contains(shown), "{}", e.message());
+        assert!(e.message().len() < 200, "{}", e.message());
+    }
+    assert_eq!(
+        budget(&mut c).await.epsilon_spent,
+        1.0,
+        "nothing more charged"
+    );
+    let mut long = spec(1.0, 0.01);
+    long.mechanism = "x".repeat(1 << 20);
+    let e = publish(&mut c, long).await.expect_err("unknown");
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert!(e.message().len() < 1000, "{} bytes", e.message().len());
+    assert!(
+        !e.message().contains("gibbs-posterior-unproven"),
+        "offers only what Describe lists: {}",
+        e.message()
+    );
+    let e = try_get(&mut c, Some(Selector::Latest(false)))
+        .await
+        .expect_err("selects nothing");
+    assert_eq!(e.code(), Code::InvalidArgument);
+}
+
+/// A column the schema does not use is named in a warning (and by `check`), not dropped silently.
+#[test]
+fn extra_csv_columns_are_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    let config = node_config(p, "org-c", 5.0, 2.0, false, 60);
+    let csv = p.join("org-c.csv");
+    let text = std::fs::read_to_string(&csv).expect("csv");
+    let widened: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| format!("{l},{}\n", if i == 0 { "patient_id" } else { "7" }))
+        .collect();
+    std::fs::write(&csv, widened).expect("write");
+    let out = publish_with_cli(&config, &["--epsilon", "1"]);
+    assert_success(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not in the schema are ignored: patient_id"),
+        "{stderr}"
+    );
+    let check = run(
+        "dpagg-node",
+        &[
+            "check",
+            "--data",
+            csv.to_str().expect("utf8"),
+            "--schema",
+            p.join("diabetes.schema.toml").to_str().expect("utf8"),
+        ],
+        p,
+    );
+    assert_success(&check);
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        stdout.contains("ignored 1 column(s) not in the schema: patient_id"),
+        "{stdout}"
+    );
 }
