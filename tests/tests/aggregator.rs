@@ -275,6 +275,53 @@ async fn invalid_learners_are_excluded_with_their_reason() {
     );
     let html = std::fs::read_to_string(dir.path().join("report/report.html")).expect("html");
     assert!(html.contains("<svg") && html.contains("non-finite weight"));
+    // Nodes that described themselves keep their name when excluded; the dead one has none.
+    let orgs: Vec<Option<&str>> = r["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| n["organisation_id"].as_str())
+        .collect();
+    assert_eq!(
+        orgs,
+        vec![
+            Some("org-a"),
+            Some("good"),
+            Some("nan"),
+            Some("short"),
+            Some("greedy"),
+            Some("other-schema"),
+            Some("seeded"),
+            None
+        ]
+    );
+    // 200 own rows, a fifth for testing: the report says how coarse 40 rows are.
+    assert_eq!(r["test_rows"], 40);
+    assert!(
+        stdout.contains("warning: accuracies are measured on 40 test rows only"),
+        "{stdout}"
+    );
+    let summary = r["summary"].as_array().expect("summary");
+    assert_eq!(summary.len(), 5);
+    for line in summary {
+        let (lo, a, hi) = (
+            line["ci95"][0].as_f64().expect("lo"),
+            line["accuracy"].as_f64().expect("accuracy"),
+            line["ci95"][1].as_f64().expect("hi"),
+        );
+        assert!(lo < a && a < hi && hi - lo > 0.2, "{line}");
+    }
+    assert!(html.contains("Warning: accuracies are measured on 40 test rows"));
+    // Fewer valid learners than asked for, with nothing excluded: the error says what to do.
+    let config = aggregator_config(dir.path(), &urls[..2], "min_learners = 3\n");
+    let out = run_aggregator(dir.path(), &config).await;
+    assert_one_line_error(
+        &out,
+        &[
+            "only 2 of 2 node(s) gave a valid learner, 3 needed",
+            "add nodes or lower min_learners",
+        ],
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

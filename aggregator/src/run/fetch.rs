@@ -88,6 +88,9 @@ pub struct Fetched {
 pub struct NodeOutcome {
     /// The endpoint as configured.
     pub endpoint: String,
+    /// The organisation id the node described itself with, when `Describe` answered (also for
+    /// nodes excluded later, so the report can name them).
+    pub organisation_id: Option<String>,
     /// The learner, or why there is none.
     pub result: Result<Fetched, Exclusion>,
     /// Wall time spent on this node.
@@ -154,10 +157,12 @@ fn selector(request: &LearnerRequest) -> Selector {
     }
 }
 
+/// One attempt; `described` is set as soon as the node has said who it is.
 async fn attempt(
     endpoint: &Endpoint,
     request: &LearnerRequest,
     attempts: u32,
+    described_as: &mut Option<String>,
 ) -> Result<Fetched, Failure> {
     let channel: Channel = endpoint.connect().await.map_err(|e| Failure {
         exclusion: Exclusion::Unreachable {
@@ -172,6 +177,7 @@ async fn attempt(
         .await
         .map_err(|s| from_status(&s, attempts))?
         .into_inner();
+    *described_as = Some(described.organisation_id.clone());
     let got = client
         .get_learner(pb::GetLearnerRequest {
             selector: Some(selector(request)),
@@ -204,9 +210,11 @@ async fn attempt(
 /// Fetches from one node, retrying what may pass.
 pub async fn fetch_one(url: &str, request: &LearnerRequest, net: Network) -> NodeOutcome {
     let start = Instant::now();
-    let result = fetch_with_retries(url, request, net).await;
+    let mut organisation_id = None;
+    let result = fetch_with_retries(url, request, net, &mut organisation_id).await;
     NodeOutcome {
         endpoint: url.to_owned(),
+        organisation_id,
         result,
         elapsed: start.elapsed(),
     }
@@ -216,6 +224,7 @@ async fn fetch_with_retries(
     url: &str,
     request: &LearnerRequest,
     net: Network,
+    described_as: &mut Option<String>,
 ) -> Result<Fetched, Exclusion> {
     let endpoint = Endpoint::from_shared(url.to_owned())
         .map_err(|e| Exclusion::BadEndpoint(format!("{url}: {}", chain(&e))))?
@@ -225,18 +234,22 @@ async fn fetch_with_retries(
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let failure =
-            match tokio::time::timeout(net.timeout, attempt(&endpoint, request, attempts)).await {
-                Ok(Ok(fetched)) => return Ok(fetched),
-                Ok(Err(f)) => f,
-                Err(_) => Failure {
-                    exclusion: Exclusion::Timeout {
-                        attempts,
-                        timeout_ms: net.timeout.as_millis(),
-                    },
-                    retry: true,
+        let failure = match tokio::time::timeout(
+            net.timeout,
+            attempt(&endpoint, request, attempts, described_as),
+        )
+        .await
+        {
+            Ok(Ok(fetched)) => return Ok(fetched),
+            Ok(Err(f)) => f,
+            Err(_) => Failure {
+                exclusion: Exclusion::Timeout {
+                    attempts,
+                    timeout_ms: net.timeout.as_millis(),
                 },
-            };
+                retry: true,
+            },
+        };
         if !failure.retry || attempts > net.retries {
             return Err(failure.exclusion);
         }
@@ -268,6 +281,7 @@ pub async fn fetch_all(
     for (task, url) in tasks.into_iter().zip(endpoints) {
         out.push(task.await.unwrap_or_else(|e| NodeOutcome {
             endpoint: url.clone(),
+            organisation_id: None,
             result: Err(Exclusion::Refused {
                 code: "Internal".into(),
                 message: format!("the aggregator's fetch task failed: {e}"),

@@ -9,7 +9,7 @@
 
 use crate::run::config::{LearnerRequest, RunConfig, TestSet};
 use crate::run::fetch::{Exclusion, NodeOutcome, fetch_all};
-use crate::run::report::{NodeReport, Report};
+use crate::run::report::{NodeReport, Report, split_warnings};
 use crate::run::validate::{Context as Check, validate};
 use anyhow::{Context, Result, bail};
 use dpagg_shared::aggregate::{MirrorAveraging, uniform_average};
@@ -126,12 +126,16 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
                     .map(|e| format!("{}: {e}", o.endpoint))
             })
             .collect();
+        let why = if reasons.is_empty() {
+            "every node gave a valid learner: add nodes or lower min_learners".to_owned()
+        } else {
+            reasons.join("; ")
+        };
         bail!(
-            "only {} of {} node(s) gave a valid learner, {} needed ({})",
+            "only {} of {} node(s) gave a valid learner, {} needed ({why})",
             accepted.len(),
             outcomes.len(),
             config.accept.min_learners,
-            reasons.join("; ")
         );
     }
     let mirror = MirrorAveraging::new(config.beta)?;
@@ -149,6 +153,10 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         &mut derived_rng(config.seed, &[3]),
     )?;
     let best = &experts[aggregate.best_single()];
+    let warnings = split_warnings(&own.train, &own.test);
+    for w in &warnings {
+        tracing::info!("{w}");
+    }
 
     let mut nodes: Vec<NodeReport> = outcomes.iter().map(NodeReport::from_outcome).collect();
     for (k, a) in accepted.iter().enumerate() {
@@ -174,8 +182,11 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         own_learner_mixing_weight: with_own.mixing_weights.last().copied().unwrap_or(0.0),
         uniform_average_accuracy: uniform_average(&experts).accuracy(&own.test),
         best_single_accuracy: best.accuracy(&own.test),
+        summary: Vec::new(),
+        warnings,
         nodes,
-    })
+    }
+    .with_summary())
 }
 
 fn describe_request(r: &LearnerRequest) -> String {

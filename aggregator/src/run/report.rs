@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use dpagg_shared::Dataset;
 use dpagg_shared::privacy::release::PublishedLearner;
 use dpagg_shared::util::files::atomic_write;
+use dpagg_shared::util::stats::wilson_interval;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -59,7 +60,7 @@ impl NodeReport {
     pub fn from_outcome(o: &NodeOutcome) -> Self {
         let mut r = NodeReport {
             endpoint: o.endpoint.clone(),
-            organisation_id: None,
+            organisation_id: o.organisation_id.clone(),
             status: "excluded",
             release_id: None,
             mechanism: None,
@@ -73,10 +74,7 @@ impl NodeReport {
             elapsed_ms: o.elapsed.as_millis(),
         };
         match &o.result {
-            Ok(f) => {
-                r.status = "included";
-                r.organisation_id = Some(f.organisation_id.clone());
-            }
+            Ok(_) => r.status = "included",
             Err(e) => {
                 r.exclusion = Some(ExclusionView {
                     code: e.code().to_owned(),
@@ -134,8 +132,55 @@ pub struct Report {
     pub uniform_average_accuracy: f64,
     /// The included learner with the smallest loss on the own training rows.
     pub best_single_accuracy: f64,
+    /// The accuracies above with their 95 % Wilson intervals on `test_rows` rows.
+    pub summary: Vec<SummaryLine>,
+    /// What limits how far the accuracies can be trusted (a tiny or one-class split).
+    pub warnings: Vec<String>,
     /// One line per node, in the configured order.
     pub nodes: Vec<NodeReport>,
+}
+
+/// One accuracy of the summary with its uncertainty.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SummaryLine {
+    /// What was measured.
+    pub name: &'static str,
+    /// Accuracy on the own test rows.
+    pub accuracy: f64,
+    /// 95 % Wilson interval of that accuracy (test rows as trials).
+    pub ci95: [f64; 2],
+}
+
+/// Below this many test rows the report warns that accuracies are coarse.
+pub const FEW_TEST_ROWS: usize = 100;
+
+/// Warnings about the own split: one class only, or too few rows to compare accuracies.
+pub fn split_warnings(train: &Dataset, test: &Dataset) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, d) in [("test", test), ("training", train)] {
+        let positive = d.labels().iter().filter(|&&y| y > 0.0).count();
+        if positive == 0 || positive == d.len() {
+            out.push(format!(
+                "the own {name} split has one class only ({} rows, all {}): {}",
+                d.len(),
+                if positive == 0 { "negative" } else { "positive" },
+                if name == "test" {
+                    "its accuracies say nothing about the other class; use a test set with both classes"
+                } else {
+                    "the mixing weights and the local baseline cannot tell the classes apart"
+                }
+            ));
+        }
+    }
+    if test.len() < FEW_TEST_ROWS {
+        let (lo, hi) = wilson_interval(0.5, test.len());
+        out.push(format!(
+            "accuracies are measured on {} test rows only: each is uncertain by up to ±{:.0} points (95 % interval); differences smaller than that are not evidence",
+            test.len(),
+            100.0 * (hi - lo) / 2.0
+        ));
+    }
+    out
 }
 
 fn delta_text(d: Option<f64>) -> String {
@@ -184,13 +229,45 @@ impl Report {
             "accuracy on {} own test rows (mixing weights from {} own training rows):",
             self.test_rows, self.train_rows
         );
-        for (name, v) in self.summary() {
-            let _ = writeln!(s, "  {name:<34} {v:.3}");
+        for line in &self.summary {
+            let _ = writeln!(
+                s,
+                "  {:<34} {:.3}  (95 % interval {:.3}–{:.3})",
+                line.name, line.accuracy, line.ci95[0], line.ci95[1]
+            );
+        }
+        for w in &self.warnings {
+            let _ = writeln!(s, "warning: {w}");
         }
         s
     }
 
-    fn summary(&self) -> [(&'static str, f64); 5] {
+    /// Fills [`Report::summary`] from the accuracies and the test rows.
+    pub fn with_summary(mut self) -> Self {
+        self.summary = Self::summary_lines(self.accuracies(), self.test_rows);
+        self
+    }
+
+    /// The summary lines of `accuracies` with their intervals on `test_rows` rows.
+    pub fn summary_lines(
+        accuracies: [(&'static str, f64); 5],
+        test_rows: usize,
+    ) -> Vec<SummaryLine> {
+        accuracies
+            .into_iter()
+            .map(|(name, accuracy)| {
+                let (lo, hi) = wilson_interval(accuracy, test_rows);
+                SummaryLine {
+                    name,
+                    accuracy,
+                    ci95: [lo, hi],
+                }
+            })
+            .collect()
+    }
+
+    /// The five accuracies of the summary, in report order.
+    pub fn accuracies(&self) -> [(&'static str, f64); 5] {
         [
             (
                 "local baseline (own data only)",
@@ -224,28 +301,43 @@ impl Report {
 
     /// The self-contained HTML page.
     pub fn html(&self) -> String {
-        let mut bars: Vec<(String, f64, &'static str)> = self
-            .summary()
+        let mut bars: Vec<Bar> = self
+            .summary
             .iter()
-            .map(|(n, v)| ((*n).to_owned(), *v, "#1f5fa8"))
+            .map(|l| Bar {
+                label: l.name.to_owned(),
+                value: l.accuracy,
+                colour: COMBINED,
+                ci95: Some(l.ci95),
+            })
             .collect();
-        bars[0].2 = "#888888";
+        if let Some(local) = bars.first_mut() {
+            local.colour = LOCAL;
+        }
         for n in self.nodes.iter().filter(|n| n.status == "included") {
             let name = n
                 .organisation_id
                 .clone()
                 .unwrap_or_else(|| n.endpoint.clone());
-            bars.push((
-                format!("learner of {name}"),
-                n.accuracy.unwrap_or(0.0),
-                "#e08a2c",
-            ));
+            let value = n.accuracy.unwrap_or(0.0);
+            let (lo, hi) = wilson_interval(value, self.test_rows);
+            bars.push(Bar {
+                label: format!("learner of {name}"),
+                value,
+                colour: SINGLE,
+                ci95: Some([lo, hi]),
+            });
         }
+        let warnings: String = self
+            .warnings
+            .iter()
+            .map(|w| format!("<p class=\"warning\">Warning: {}</p>\n", esc(w)))
+            .collect();
         let mut rows = String::new();
         for n in &self.nodes {
             let _ = writeln!(
                 rows,
-                "<tr><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"reason\">{}</td></tr>",
                 esc(&n.endpoint),
                 esc(n.organisation_id.as_deref().unwrap_or("–")),
                 n.status,
@@ -267,13 +359,26 @@ body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
 table {{ border-collapse: collapse; font-size: 0.9em; }}
 td, th {{ border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; }}
 td.excluded {{ color: #b00; }} td.included {{ color: #070; }}
+td.reason {{ max-width: 32em; overflow-wrap: anywhere; }}
+td code {{ overflow-wrap: anywhere; }}
+p.warning {{ background: #fff3cd; border-left: 4px solid #e0a800; padding: 0.4em 0.8em; }}
+.legend span {{ display: inline-block; width: 0.9em; height: 0.9em; margin: 0 0.3em 0 1em; vertical-align: middle; }}
 </style></head><body>
 <h1>dpagg aggregation report</h1>
 <p>Generated {generated}. Asked for: {request}. {included} node(s) included, {excluded} excluded.
 Mirror averaging (seed 001 eq. 15–17) with β = {beta} on {train} own training rows; accuracies on
 {test} own test rows. Schema fingerprint <code>{fp}</code>.</p>
-<h2>Accuracy on the aggregator's test split</h2>
+{warnings}<h2>Accuracy on the aggregator's test split</h2>
+<p class="legend">Bars:<span style="background:{LOCAL}"></span>local baseline (a non-private
+logistic regression on the aggregator's own training rows)<span style="background:{COMBINED}"></span>combinations
+of the organisations' learners<span style="background:{SINGLE}"></span>one organisation's learner alone.
+Whiskers: 95 % Wilson intervals on {test} test rows.</p>
 {chart}
+<p><b>Mirror averaging</b>: the learners weighted by their loss on the own training rows (eq. 16–17).
+<b>+ own learner</b>: the local baseline added as one more expert. <b>Uniform average</b>: the
+learners' parameters averaged with equal weights. <b>Best single learner</b>: the one
+organisation's learner with the smallest logistic loss on the own <em>training</em> rows (chosen
+without looking at the test rows), scored on the test rows.</p>
 <h2>Nodes</h2>
 <table><tr><th>endpoint</th><th>organisation</th><th>status</th><th>release</th><th>mechanism</th><th>ε</th><th>δ</th><th>accuracy</th><th>mixing weight λ<sub>m</sub></th><th>excluded because</th></tr>
 {rows}</table>
@@ -288,6 +393,7 @@ Mirror averaging (seed 001 eq. 15–17) with β = {beta} on {train} own training
             train = self.train_rows,
             test = self.test_rows,
             fp = esc(&self.schema_fingerprint),
+            warnings = warnings,
             chart = bar_chart(&bars),
             rows = rows,
             own = self.own_learner_mixing_weight,
@@ -295,8 +401,24 @@ Mirror averaging (seed 001 eq. 15–17) with β = {beta} on {train} own training
     }
 }
 
-/// A horizontal bar chart of accuracies in [0, 1] as inline SVG, with a labelled axis.
-fn bar_chart(bars: &[(String, f64, &str)]) -> String {
+/// Colour of the local baseline's bar.
+const LOCAL: &str = "#888888";
+/// Colour of the combinations' bars.
+const COMBINED: &str = "#1f5fa8";
+/// Colour of a single organisation's learner.
+const SINGLE: &str = "#e08a2c";
+
+/// One bar of the chart.
+struct Bar {
+    label: String,
+    value: f64,
+    colour: &'static str,
+    ci95: Option<[f64; 2]>,
+}
+
+/// A horizontal bar chart of accuracies in [0, 1] as inline SVG, with a labelled axis and
+/// interval whiskers.
+fn bar_chart(bars: &[Bar]) -> String {
     const LABEL_W: f64 = 260.0;
     const PLOT_W: f64 = 420.0;
     const ROW_H: f64 = 22.0;
@@ -305,17 +427,22 @@ fn bar_chart(bars: &[(String, f64, &str)]) -> String {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{height}\" role=\"img\" aria-label=\"accuracy per learner\" font-family=\"sans-serif\" font-size=\"12\">\n",
         w = LABEL_W + PLOT_W + 60.0
     );
-    for (i, (label, value, colour)) in bars.iter().enumerate() {
+    for (i, bar) in bars.iter().enumerate() {
         let y = ROW_H * i as f64 + 5.0;
-        let w = PLOT_W * value.clamp(0.0, 1.0);
+        let w = PLOT_W * bar.value.clamp(0.0, 1.0);
+        let [lo, hi] = bar.ci95.unwrap_or([bar.value, bar.value]);
+        let (x_lo, x_hi) = (LABEL_W + PLOT_W * lo, LABEL_W + PLOT_W * hi);
         let _ = writeln!(
             svg,
-            "<text x=\"{lx}\" y=\"{ty}\" text-anchor=\"end\">{label}</text><rect x=\"{LABEL_W}\" y=\"{y}\" width=\"{w:.1}\" height=\"{bh}\" fill=\"{colour}\"/><text x=\"{vx:.1}\" y=\"{ty}\">{value:.3}</text>",
+            "<text x=\"{lx}\" y=\"{ty}\" text-anchor=\"end\">{label}</text><rect x=\"{LABEL_W}\" y=\"{y}\" width=\"{w:.1}\" height=\"{bh}\" fill=\"{colour}\"/><line x1=\"{x_lo:.1}\" y1=\"{my}\" x2=\"{x_hi:.1}\" y2=\"{my}\" stroke=\"#222\"/><text x=\"{vx:.1}\" y=\"{ty}\">{value:.3}</text>",
             lx = LABEL_W - 6.0,
             ty = y + 13.0,
+            my = y + (ROW_H - 6.0) / 2.0,
             bh = ROW_H - 6.0,
-            vx = LABEL_W + w + 4.0,
-            label = esc(label),
+            vx = x_hi.max(LABEL_W + w) + 4.0,
+            label = esc(&bar.label),
+            colour = bar.colour,
+            value = bar.value,
         );
     }
     let axis_y = ROW_H * bars.len() as f64 + 5.0;
@@ -382,6 +509,8 @@ mod tests {
             own_learner_mixing_weight: 0.1,
             uniform_average_accuracy: 0.5,
             best_single_accuracy: 0.6,
+            summary: Vec::new(),
+            warnings: vec!["a <b>warning</b>".into()],
             nodes: vec![NodeReport {
                 endpoint: "http://x:1".into(),
                 organisation_id: Some("<script>alert(1)</script>".into()),
@@ -397,11 +526,35 @@ mod tests {
                 exclusion: None,
                 elapsed_ms: 1,
             }],
-        };
+        }
+        .with_summary();
         let html = report.html();
-        assert!(!html.contains("<script>"));
+        assert!(!html.contains("<script>") && !html.contains("<b>warning"));
+        assert!(html.contains("Best single learner") && html.contains("class=\"legend\""));
+        assert_eq!(report.summary.len(), 5);
+        assert!(report.table().contains("95 % interval"));
+        assert!(report.table().contains("warning: a <b>warning</b>"));
         assert!(html.contains("&lt;script&gt;"));
         assert!(html.contains("<svg") && html.contains("accuracy</text>"));
         assert!(report.table().contains("mirror averaging"));
+    }
+
+    #[test]
+    fn one_class_and_small_splits_are_warned_about() {
+        let data = |labels: &[f64]| Dataset::new(vec![0.5; labels.len()], labels.to_vec(), 1);
+        let mixed: Vec<f64> = (0..200)
+            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+            .collect();
+        assert!(split_warnings(&data(&mixed), &data(&mixed)).is_empty());
+        let w = split_warnings(&data(&mixed), &data(&[-1.0; 120]));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("test split has one class only (120 rows, all negative)"));
+        let w = split_warnings(&data(&[1.0; 30]), &data(&mixed[..63]));
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("training split has one class only"));
+        assert!(
+            w[1].contains("63 test rows only") && w[1].contains("±12 points"),
+            "{w:?}"
+        );
     }
 }
