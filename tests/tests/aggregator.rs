@@ -302,7 +302,7 @@ async fn invalid_learners_are_excluded_with_their_reason() {
         "{stdout}"
     );
     let summary = r["summary"].as_array().expect("summary");
-    assert_eq!(summary.len(), 5);
+    assert_eq!(summary.len(), 7);
     for line in summary {
         let (lo, a, hi) = (
             line["ci95"][0].as_f64().expect("lo"),
@@ -554,5 +554,61 @@ fn errors_blame_the_flag_variable_or_file_that_gave_the_value() {
             "error: ",
             "aggregator.toml: `beta` = -3: must be a finite number > 0",
         ],
+    );
+}
+
+/// The final model is built from the own training rows only: changing the test rows changes
+/// the scores, never the model (`model.json`), and the report leads with the final model
+/// against the tuned local one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_final_model_never_sees_the_test_rows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fp = diabetes_fingerprint();
+    let mut urls = Vec::new();
+    let mut guards = Vec::new();
+    for id in ["a", "b"] {
+        let (url, guard) = serve_fake(fake(id, &|_| {}, &fp)).await;
+        urls.push(url);
+        guards.push(guard);
+    }
+    let csv = std::fs::read_to_string(repo_root().join("data/diabetes.csv")).expect("data");
+    let lines: Vec<&str> = csv.lines().collect();
+    for (name, range) in [("test-a.csv", 1..101), ("test-b.csv", 101..201)] {
+        let mut text = format!("{}\n", lines[0]);
+        for l in &lines[range] {
+            text.push_str(l);
+            text.push('\n');
+        }
+        std::fs::write(dir.path().join(name), text).expect("write");
+    }
+    let mut models = Vec::new();
+    for test in ["test-a.csv", "test-b.csv"] {
+        let config = aggregator_config(dir.path(), &urls, &format!("test_file = \"{test}\"\n"));
+        let out = run_aggregator(dir.path(), &config).await;
+        assert_success(&out);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.starts_with("final model"), "{stdout}");
+        let model = std::fs::read_to_string(dir.path().join("report/model.json")).expect("model");
+        let model: Value = serde_json::from_str(&model).expect("json");
+        assert!(
+            model["privacy"]
+                .as_str()
+                .expect("privacy")
+                .contains("not with respect to")
+        );
+        let r = report(dir.path());
+        assert_eq!(r["test_rows"], 100);
+        assert_eq!(
+            r["final_model"]["candidates"]
+                .as_array()
+                .expect("candidates")
+                .len(),
+            4
+        );
+        models.push(model["weights"].clone());
+    }
+    assert_eq!(
+        models[0], models[1],
+        "the test rows must not change the model"
     );
 }

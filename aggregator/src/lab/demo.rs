@@ -233,7 +233,6 @@ fn aggregator_config(
             spec: spec.clone(),
             publish: false,
         },
-        l2: args.lambda,
         accept: Acceptance {
             max_epsilon: accepted.epsilon,
             max_delta: accepted.delta,

@@ -13,8 +13,8 @@
 //! mechanism = "objective-perturbation"  # otherwise: the spec to ask for
 //! epsilon = 1.0
 //! delta = 0.0
-//! lambda = "auto"                       # λ of the requested learners ("auto" or a number); also
-//!                                       # the local baseline's (0.01 when "auto")
+//! lambda = "auto"                       # λ of the requested learners ("auto" or a number); the
+//!                                       # local baseline's λ is chosen by cross-validation
 //! publish = false                       # ask a node to publish the spec if it has no such release
 //! options = { steps = 500 }             # mechanism options (e.g. for dp-sgd)
 //!
@@ -93,7 +93,7 @@ pub struct Settings {
     )]
     pub delta: Option<f64>,
     /// λ of the requested release (`auto`: a function of n, d, ε and the mechanism, resolved by
-    /// each node) and of the local baseline (0.01 when `auto`).
+    /// each node). The local baseline's λ is chosen by cross-validation on own rows.
     #[arg(
         long,
         env = "DPAGG_AGG_LAMBDA",
@@ -273,8 +273,6 @@ pub struct RunConfig {
     pub out: PathBuf,
     /// The release to ask for.
     pub request: LearnerRequest,
-    /// λ of the requested spec's `l2`; the local baseline uses [`Lambda::non_private`].
-    pub l2: Lambda,
     /// Acceptance policy.
     pub accept: Acceptance,
     /// Network behaviour.
@@ -342,7 +340,6 @@ impl Settings {
             nodes,
             out: l.require("out", |s| s.out.take())?.value,
             request: request(&mut l, lambda)?,
-            l2: lambda,
             accept: acceptance(&mut l)?,
             network: network(&mut l)?,
             beta: l

@@ -1,6 +1,9 @@
 //! `dpagg-aggregator run`: collect the organisations' private learners, validate them, combine
 //! them by mirror averaging (seed 001 eq. 15–17) on the aggregator's own data, and compare with
-//! what the aggregator learns alone.
+//! what the aggregator learns alone: a logistic regression tuned by cross-validation on its own
+//! training rows. The final model is chosen among the candidates by cross-validation on those
+//! rows too (`dpagg_shared::aggregate::select`), so it is the local model whenever the others'
+//! learners do not help.
 //!
 //! Privacy: the aggregator sees only released learners and its own records. The aggregate is a
 //! function of those, so it keeps each organisation's guarantee with respect to that
@@ -9,14 +12,14 @@
 
 use crate::run::config::{LearnerRequest, RunConfig, TestSet};
 use crate::run::fetch::{Exclusion, NodeOutcome, fetch_all};
-use crate::run::report::{NodeReport, Report, split_warnings};
+use crate::run::report::{FinalView, NodeReport, Report, split_warnings};
 use crate::run::validate::{Context as Check, validate};
 use anyhow::{Context, Result, bail};
-use dpagg_shared::aggregate::{MirrorAveraging, uniform_average};
+use dpagg_shared::aggregate::select::{Candidate, SelectionConfig, choose_final};
+use dpagg_shared::aggregate::{MirrorAveraging, best_single, uniform_average};
 use dpagg_shared::data::csv::load_csv;
 use dpagg_shared::data::partition::proportional_split;
 use dpagg_shared::data::schema::Schema;
-use dpagg_shared::learn::solver::fit_logistic;
 use dpagg_shared::privacy::noise::derived_rng;
 use dpagg_shared::privacy::release::PublishedLearner;
 use dpagg_shared::util::time::{now_ms, rfc3339};
@@ -104,9 +107,6 @@ fn screen(outcomes: &mut [NodeOutcome], check: &Check<'_>) -> Vec<Accepted> {
 /// Runs the whole protocol and returns the report (nothing is written).
 pub async fn execute(config: &RunConfig) -> Result<Report> {
     let own = own_data(config)?;
-    let local = fit_logistic(&own.train, config.l2.non_private())
-        .context("cannot fit the local-only baseline on the aggregator's data")?
-        .classifier();
     let mut outcomes = fetch_all(&config.nodes, &config.request, config.network).await;
     let fingerprint = own.schema.fingerprint();
     let check = Check {
@@ -138,21 +138,19 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
             config.accept.min_learners,
         );
     }
-    let mirror = MirrorAveraging::new(config.beta)?;
-    mirror.warn_if_uncovered();
+    MirrorAveraging::new(config.beta)?.warn_if_uncovered();
     let experts: Vec<LinearClassifier> = accepted
         .iter()
         .map(|a| a.learner.classifier().clone())
         .collect();
-    let aggregate = mirror.aggregate(&experts, &own.train, &mut derived_rng(config.seed, &[2]))?;
-    let mut with_own_experts = experts.clone();
-    with_own_experts.push(local.clone());
-    let with_own = mirror.aggregate(
-        &with_own_experts,
-        &own.train,
-        &mut derived_rng(config.seed, &[3]),
-    )?;
-    let best = &experts[aggregate.best_single()];
+    let selection = SelectionConfig {
+        beta: config.beta,
+        seed: config.seed,
+        ..SelectionConfig::default()
+    };
+    let fin = choose_final(&experts, &own.train, &selection)
+        .context("cannot build the final model on the aggregator's own training rows")?;
+    let best = &experts[best_single(&experts, &own.train)?];
     let warnings = split_warnings(&own.train, &own.test);
     for w in &warnings {
         tracing::info!("{w}");
@@ -162,24 +160,27 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
     for (k, a) in accepted.iter().enumerate() {
         let node = &mut nodes[a.index];
         node.describe_release(&a.learner, &own.test);
-        node.mixing_weight = Some(aggregate.mixing_weights[k]);
-        node.mixing_weight_with_own = Some(with_own.mixing_weights[k]);
+        node.mixing_weight = Some(fin.mixing_weights[k]);
+        node.mixing_weight_with_own = Some(fin.mixing_weights_with_own[k]);
     }
+    let accuracy = |c: Candidate| fin.model(c).accuracy(&own.test);
     Ok(Report {
         generated_at: rfc3339(now_ms()),
         request: describe_request(&config.request),
         schema_fingerprint: fingerprint,
         beta: config.beta,
-        l2: config.l2.non_private(),
+        l2: fin.local_lambda,
         seed: config.seed,
         train_rows: own.train.len(),
         test_rows: own.test.len(),
         included: accepted.len(),
         excluded: outcomes.len() - accepted.len(),
-        local_baseline_accuracy: local.accuracy(&own.test),
-        mirror_averaged_accuracy: aggregate.classifier.accuracy(&own.test),
-        with_own_learner_accuracy: with_own.classifier.accuracy(&own.test),
-        own_learner_mixing_weight: with_own.mixing_weights.last().copied().unwrap_or(0.0),
+        local_baseline_accuracy: accuracy(Candidate::Local),
+        mirror_averaged_accuracy: accuracy(Candidate::MirrorAveraging),
+        with_own_learner_accuracy: accuracy(Candidate::MirrorWithOwn),
+        own_learner_mixing_weight: fin.mixing_weights_with_own.last().copied().unwrap_or(0.0),
+        stacking_accuracy: accuracy(Candidate::Stacking),
+        final_model: FinalView::new(&fin, &own.test),
         uniform_average_accuracy: uniform_average(&experts).accuracy(&own.test),
         best_single_accuracy: best.accuracy(&own.test),
         summary: Vec::new(),

@@ -7,6 +7,7 @@
 use crate::run::fetch::NodeOutcome;
 use anyhow::{Context, Result};
 use dpagg_shared::Dataset;
+use dpagg_shared::aggregate::select::{Candidate, FinalModel, paired_gain};
 use dpagg_shared::privacy::release::PublishedLearner;
 use dpagg_shared::util::files::atomic_write;
 use dpagg_shared::util::stats::wilson_interval;
@@ -108,7 +109,7 @@ pub struct Report {
     pub schema_fingerprint: String,
     /// Mirror-averaging temperature.
     pub beta: f64,
-    /// λ of the local baseline's L2 regulariser.
+    /// λ of the local baseline's L2 regulariser (chosen by cross-validation on own rows).
     pub l2: f64,
     /// Seed of the aggregator's own randomness.
     pub seed: u64,
@@ -120,7 +121,8 @@ pub struct Report {
     pub included: usize,
     /// Nodes excluded.
     pub excluded: usize,
-    /// The aggregator's non-private learner on its own training rows.
+    /// The aggregator's non-private learner on its own training rows, λ tuned by
+    /// cross-validation on those rows: what it has without joining.
     pub local_baseline_accuracy: f64,
     /// Mirror averaging of the included learners (eq. 17).
     pub mirror_averaged_accuracy: f64,
@@ -128,6 +130,10 @@ pub struct Report {
     pub with_own_learner_accuracy: f64,
     /// The own learner's mixing weight in that aggregate.
     pub own_learner_mixing_weight: f64,
+    /// Stacking on the own features and the learners' margins.
+    pub stacking_accuracy: f64,
+    /// The final model: the candidate chosen by cross-validation on own training rows.
+    pub final_model: FinalView,
     /// Uniform average of the included learners.
     pub uniform_average_accuracy: f64,
     /// The included learner with the smallest loss on the own training rows.
@@ -138,6 +144,97 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// One line per node, in the configured order.
     pub nodes: Vec<NodeReport>,
+}
+
+/// What the final model says in words about its privacy.
+pub const FINAL_PRIVACY: &str = "The final model is differentially private with respect to each other organisation's records (it post-processes their releases; seed 001 Proposition 4.1), but not with respect to the aggregator's own records, which it uses without noise: do not publish it as a private release.";
+
+/// One candidate of the final model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CandidateView {
+    /// Its name (`local`, `mirror-averaging`, `mirror-averaging+own`, `stacking`).
+    pub name: &'static str,
+    /// Mean held-out accuracy in cross-validation on own training rows.
+    pub cv_accuracy: f64,
+    /// Its cross-validated gain over local (accuracy as a fraction).
+    pub cv_gain: f64,
+    /// Standard error of `cv_gain`.
+    pub cv_gain_se: f64,
+    /// Accuracy on the own test rows.
+    pub test_accuracy: f64,
+}
+
+/// The final model, how it was chosen, and what it gains over the tuned local model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FinalView {
+    /// The candidate chosen.
+    pub chosen: &'static str,
+    /// Its accuracy on the own test rows.
+    pub test_accuracy: f64,
+    /// Test accuracy minus the tuned local model's (paired, same rows).
+    pub gain_over_local: f64,
+    /// 95 % interval of that gain (normal, paired per-row differences).
+    pub gain_ci95: [f64; 2],
+    /// λ of the local model (cross-validated).
+    pub local_lambda: f64,
+    /// λ of the stacker (cross-validated).
+    pub stacking_lambda: f64,
+    /// Every candidate.
+    pub candidates: Vec<CandidateView>,
+    /// The chosen model's weights (one per schema column, intercept last).
+    pub weights: Vec<f64>,
+    /// Its privacy, in words.
+    pub privacy: &'static str,
+}
+
+impl FinalView {
+    /// The view of `fin`, scored on `test`.
+    pub fn new(fin: &FinalModel, test: &Dataset) -> Self {
+        let local = fin.model(Candidate::Local);
+        let (gain, lo, hi) = paired_gain(fin.classifier(), local, test);
+        Self {
+            chosen: fin.chosen.name(),
+            test_accuracy: fin.classifier().accuracy(test),
+            gain_over_local: gain,
+            gain_ci95: [lo, hi],
+            local_lambda: fin.local_lambda,
+            stacking_lambda: fin.stacking_lambda,
+            candidates: fin
+                .cv
+                .iter()
+                .map(|e| CandidateView {
+                    name: e.candidate.name(),
+                    cv_accuracy: e.accuracy,
+                    cv_gain: e.gain,
+                    cv_gain_se: e.gain_se,
+                    test_accuracy: fin.model(e.candidate).accuracy(test),
+                })
+                .collect(),
+            weights: fin.classifier().coefficients().to_vec(),
+            privacy: FINAL_PRIVACY,
+        }
+    }
+
+    /// The headline: the final model against the tuned local one.
+    pub fn headline(&self) -> String {
+        let points = |x: f64| format!("{:+.1}", 100.0 * x);
+        if self.chosen == Candidate::Local.name() {
+            format!(
+                "final model: the local model, {:.3} — the others' learners did not beat it in cross-validation on own data, so joining changes nothing here",
+                self.test_accuracy
+            )
+        } else {
+            format!(
+                "final model ({}): {:.3} vs tuned local {:.3}: {} points (95 % interval {} to {})",
+                self.chosen,
+                self.test_accuracy,
+                self.test_accuracy - self.gain_over_local,
+                points(self.gain_over_local),
+                points(self.gain_ci95[0]),
+                points(self.gain_ci95[1])
+            )
+        }
+    }
 }
 
 /// One accuracy of the summary with its uncertainty.
@@ -199,6 +296,7 @@ impl Report {
     /// The terminal table.
     pub fn table(&self) -> String {
         let mut s = String::new();
+        let _ = writeln!(s, "{}", self.final_model.headline());
         let _ = writeln!(
             s,
             "asked for: {}; {} included, {} excluded; β = {}",
@@ -232,7 +330,7 @@ impl Report {
         for line in &self.summary {
             let _ = writeln!(
                 s,
-                "  {:<34} {:.3}  (95 % interval {:.3}–{:.3})",
+                "  {:<38} {:.3}  (95 % interval {:.3}–{:.3})",
                 line.name, line.accuracy, line.ci95[0], line.ci95[1]
             );
         }
@@ -250,7 +348,7 @@ impl Report {
 
     /// The summary lines of `accuracies` with their intervals on `test_rows` rows.
     pub fn summary_lines(
-        accuracies: [(&'static str, f64); 5],
+        accuracies: Vec<(&'static str, f64)>,
         test_rows: usize,
     ) -> Vec<SummaryLine> {
         accuracies
@@ -266,30 +364,50 @@ impl Report {
             .collect()
     }
 
-    /// The five accuracies of the summary, in report order.
-    pub fn accuracies(&self) -> [(&'static str, f64); 5] {
-        [
+    /// The accuracies of the summary, in report order (the tuned local model first).
+    pub fn accuracies(&self) -> Vec<(&'static str, f64)> {
+        vec![
             (
-                "local baseline (own data only)",
+                "local baseline (tuned, own data only)",
                 self.local_baseline_accuracy,
+            ),
+            (
+                "final model (chosen on own data)",
+                self.final_model.test_accuracy,
             ),
             ("mirror averaging", self.mirror_averaged_accuracy),
             (
                 "mirror averaging + own learner",
                 self.with_own_learner_accuracy,
             ),
+            ("stacking", self.stacking_accuracy),
             ("uniform average", self.uniform_average_accuracy),
             ("best single learner", self.best_single_accuracy),
         ]
     }
 
-    /// Writes `report.json` and `report.html` into `dir` (created if needed), each atomically.
+    /// `model.json`: the final model's weights, ready to use, with its provenance.
+    pub fn model_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "candidate": self.final_model.chosen,
+            "weights": self.final_model.weights,
+            "schema_fingerprint": self.schema_fingerprint,
+            "generated_at": self.generated_at,
+            "predict": "sign(<weights, x>) on rows normalised by the schema (intercept column last); +1 is the schema's positive label",
+            "privacy": FINAL_PRIVACY,
+        })
+    }
+
+    /// Writes `report.json`, `model.json` and `report.html` into `dir` (created if needed), each atomically.
     pub fn write(&self, dir: &Path) -> Result<()> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("{}: cannot create the output folder", dir.display()))?;
         let json = serde_json::to_vec_pretty(self).context("cannot encode the report")?;
+        let model =
+            serde_json::to_vec_pretty(&self.model_json()).context("cannot encode the model")?;
         for (name, bytes) in [
             ("report.json", json),
+            ("model.json", model),
             ("report.html", self.html().into_bytes()),
         ] {
             let path = dir.join(name);
@@ -297,6 +415,31 @@ impl Report {
                 .with_context(|| format!("{}: cannot write", path.display()))?;
         }
         Ok(())
+    }
+
+    /// The final model's candidates as an HTML table.
+    fn candidates_table(&self) -> String {
+        let mut rows = String::new();
+        for c in &self.final_model.candidates {
+            let _ = writeln!(
+                rows,
+                "<tr><td>{}{}</td><td>{:.3}</td><td>{:+.1} ± {:.1}</td><td>{:.3}</td></tr>",
+                c.name,
+                if c.name == self.final_model.chosen {
+                    " (chosen)"
+                } else {
+                    ""
+                },
+                c.cv_accuracy,
+                100.0 * c.cv_gain,
+                100.0 * c.cv_gain_se,
+                c.test_accuracy
+            );
+        }
+        format!(
+            "<table><tr><th>candidate</th><th>CV accuracy (own training rows)</th><th>CV gain over local, points ± s.e.</th><th>test accuracy</th></tr>\n{rows}</table>\n<p>A candidate other than local is chosen only if its cross-validated gain exceeds half its standard error; the local model's λ = {} and the stacker's λ = {} were chosen by 5-fold cross-validation on the own training rows. Weights of the final model: <code>model.json</code>.</p>",
+            self.final_model.local_lambda, self.final_model.stacking_lambda
+        )
     }
 
     /// The self-contained HTML page.
@@ -368,6 +511,9 @@ p.warning {{ background: #fff3cd; border-left: 4px solid #e0a800; padding: 0.4em
 <p>Generated {generated}. Asked for: {request}. {included} node(s) included, {excluded} excluded.
 Mirror averaging (seed 001 eq. 15–17) with β = {beta} on {train} own training rows; accuracies on
 {test} own test rows. Schema fingerprint <code>{fp}</code>.</p>
+<p class="headline"><b>{headline}</b></p>
+{candidates}
+<p>{privacy}</p>
 {warnings}<h2>Accuracy on the aggregator's test split</h2>
 <p class="legend">Bars:<span style="background:{LOCAL}"></span>local baseline (a non-private
 logistic regression on the aggregator's own training rows)<span style="background:{COMBINED}"></span>combinations
@@ -394,6 +540,9 @@ without looking at the test rows), scored on the test rows.</p>
             test = self.test_rows,
             fp = esc(&self.schema_fingerprint),
             warnings = warnings,
+            headline = esc(&self.final_model.headline()),
+            candidates = self.candidates_table(),
+            privacy = esc(FINAL_PRIVACY),
             chart = bar_chart(&bars),
             rows = rows,
             own = self.own_learner_mixing_weight,
@@ -509,6 +658,18 @@ mod tests {
             own_learner_mixing_weight: 0.1,
             uniform_average_accuracy: 0.5,
             best_single_accuracy: 0.6,
+            stacking_accuracy: 0.65,
+            final_model: FinalView {
+                chosen: "stacking",
+                test_accuracy: 0.65,
+                gain_over_local: 0.15,
+                gain_ci95: [0.05, 0.25],
+                local_lambda: 0.01,
+                stacking_lambda: 0.1,
+                candidates: Vec::new(),
+                weights: vec![1.0],
+                privacy: FINAL_PRIVACY,
+            },
             summary: Vec::new(),
             warnings: vec!["a <b>warning</b>".into()],
             nodes: vec![NodeReport {
@@ -531,7 +692,16 @@ mod tests {
         let html = report.html();
         assert!(!html.contains("<script>") && !html.contains("<b>warning"));
         assert!(html.contains("Best single learner") && html.contains("class=\"legend\""));
-        assert_eq!(report.summary.len(), 5);
+        assert_eq!(report.summary.len(), 7);
+        assert!(
+            report
+                .table()
+                .starts_with("final model (stacking): 0.650 vs tuned local 0.500: +15.0 points"),
+            "{}",
+            report.table()
+        );
+        assert!(html.contains("not with respect to the aggregator&#39;s own records"));
+        assert_eq!(report.model_json()["weights"][0], 1.0);
         assert!(report.table().contains("95 % interval"));
         assert!(report.table().contains("warning: a <b>warning</b>"));
         assert!(html.contains("&lt;script&gt;"));

@@ -28,9 +28,14 @@
 //! ([`LinearClassifier`](crate::learn::classifier::LinearClassifier), `Vec<f64>`); the results are
 //! `LinearClassifier`s. A new combiner goes into its own file here, beside
 //! [`mirror`], and is called from the aggregator's protocol and the simulation.
+//!
+//! [`select`] builds the candidate final models (tuned local, mirror averaging with and without
+//! the own learner, stacking) and chooses one by cross-validation on the own training rows, so
+//! that joining never leaves the aggregator worse off than its own data alone.
 
 mod comparators;
 mod mirror;
+pub mod select;
 
 pub use comparators::{best_single, combine, uniform_average};
 pub use mirror::{

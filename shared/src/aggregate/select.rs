@@ -1,0 +1,407 @@
+//! The final model: what the aggregator uses, chosen on its own training rows so that joining
+//! never leaves it worse off than what it knows alone (issue 12).
+//!
+//! **Candidates**, each fitted on the aggregator's own training rows:
+//! - [`Candidate::Local`]: non-private L2 logistic regression, λ chosen by stratified k-fold
+//!   cross-validation over [`LAMBDA_GRID`] (held-out logistic loss). This is the honest baseline:
+//!   what an organisation has without anyone else.
+//! - [`Candidate::MirrorAveraging`]: eq. 17 over the other organisations' learners (seed 001;
+//!   always reported, it is the paper's method).
+//! - [`Candidate::MirrorWithOwn`]: eq. 17 with the local model as one more expert.
+//! - [`Candidate::Stacking`]: a combiner in prediction space. Averaging parameter vectors lets a
+//!   noisy expert with a large norm dominate Σλθ; stacking instead fits an L2 logistic regression
+//!   on z = [x, ⟨u₁, x⟩, …, ⟨u_M, x⟩] with u_m = θ_m/‖θ_m‖₂ (the norm is public, part of the
+//!   release; ‖z‖₂² ≤ M + 1 for ‖x‖₂ ≤ 1). Its score w_xᵀx + Σ w_m⟨u_m, x⟩ is linear in x, so the
+//!   result is again one weight vector θ = w_x + Σ_m w_m u_m, usable without the experts.
+//!
+//! **Selection.** Repeated stratified k-fold cross-validation on the training rows: in each fold
+//! every candidate is rebuilt on the other folds and scored row by row on the held-out fold,
+//! paired with the local model. A candidate other than the local one is chosen only if its mean
+//! cross-validated gain over local exceeds [`SelectionConfig::z`] standard errors of the paired
+//! per-row differences; among those, the highest gain wins; otherwise the final model is the
+//! local one. The λ of the local model and of the stacker are chosen once on all training rows
+//! and held fixed inside the selection folds (a small optimism shared by both). Test rows are
+//! never passed here: the aggregator scores the candidates on them afterwards.
+//!
+//! **Privacy.** The final model is a function of released learners and the aggregator's own
+//! rows, so it keeps every other organisation's guarantee with respect to that organisation's
+//! records (seed 001 Proposition 4.1, post-processing). It is *not* differentially private with
+//! respect to the aggregator's own records, which it uses without noise: it must not be
+//! published as if it were.
+
+use super::{AggregateError, MirrorAveraging};
+use crate::data::dataset::{Dataset, dot};
+use crate::learn::classifier::LinearClassifier;
+use crate::learn::logistic::logistic_loss;
+use crate::learn::solver::{SolverError, fit_logistic};
+use crate::privacy::noise::derived_rng;
+use rand::Rng;
+use rand::seq::SliceRandom;
+use serde::Serialize;
+
+/// The λ values cross-validation chooses from (the local model and the stacker).
+pub const LAMBDA_GRID: [f64; 9] = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0];
+
+/// A candidate final model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Candidate {
+    /// The aggregator's own tuned logistic regression.
+    Local,
+    /// Mirror averaging of the others' learners (eq. 17).
+    MirrorAveraging,
+    /// Mirror averaging with the local model as one more expert.
+    MirrorWithOwn,
+    /// Stacking on the own features and the experts' normalised margins.
+    Stacking,
+}
+
+impl Candidate {
+    /// Every candidate, local first.
+    pub const ALL: [Candidate; 4] = [
+        Self::Local,
+        Self::MirrorAveraging,
+        Self::MirrorWithOwn,
+        Self::Stacking,
+    ];
+
+    /// The name used in reports and `model.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Local => "local",
+            Self::MirrorAveraging => "mirror-averaging",
+            Self::MirrorWithOwn => "mirror-averaging+own",
+            Self::Stacking => "stacking",
+        }
+    }
+}
+
+/// How the final model is chosen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SelectionConfig {
+    /// Folds of each cross-validation (at least 2).
+    pub folds: usize,
+    /// Repeats of the selection's cross-validation, each with its own fold assignment.
+    pub repeats: usize,
+    /// A candidate other than local must beat it by more than `z` standard errors.
+    pub z: f64,
+    /// Mirror-averaging temperature β.
+    pub beta: f64,
+    /// Seed of the folds and visiting orders (the aggregator's own randomness).
+    pub seed: u64,
+}
+
+impl Default for SelectionConfig {
+    fn default() -> Self {
+        Self {
+            folds: 5,
+            repeats: 3,
+            z: 0.5,
+            beta: 3.0,
+            seed: 1,
+        }
+    }
+}
+
+/// Why no final model could be built.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectError {
+    /// Too few training rows for the folds.
+    #[error("{rows} own training row(s) are too few for {folds}-fold cross-validation")]
+    TooFewRows {
+        /// Training rows.
+        rows: usize,
+        /// Folds asked for.
+        folds: usize,
+    },
+    /// A logistic regression failed.
+    #[error(transparent)]
+    Solver(#[from] SolverError),
+    /// Mirror averaging failed.
+    #[error(transparent)]
+    Aggregate(#[from] AggregateError),
+}
+
+/// One candidate's cross-validated standing.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CvEstimate {
+    /// The candidate.
+    pub candidate: Candidate,
+    /// Mean held-out accuracy over all folds and repeats.
+    pub accuracy: f64,
+    /// Mean paired gain over local (accuracy points as a fraction).
+    pub gain: f64,
+    /// Standard error of that gain.
+    pub gain_se: f64,
+}
+
+/// The chosen model, every candidate fitted on all training rows, and the evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinalModel {
+    /// The candidate chosen.
+    pub chosen: Candidate,
+    /// Each candidate fitted on all training rows, in [`Candidate::ALL`] order.
+    pub candidates: Vec<(Candidate, LinearClassifier)>,
+    /// Each candidate's cross-validated standing, same order.
+    pub cv: Vec<CvEstimate>,
+    /// The experts' mirror-averaging weights λ_m on all training rows (eq. 16).
+    pub mixing_weights: Vec<f64>,
+    /// The same with the local model as the last expert.
+    pub mixing_weights_with_own: Vec<f64>,
+    /// λ of the local model.
+    pub local_lambda: f64,
+    /// λ of the stacker.
+    pub stacking_lambda: f64,
+}
+
+impl FinalModel {
+    /// The chosen candidate's classifier.
+    pub fn classifier(&self) -> &LinearClassifier {
+        self.model(self.chosen)
+    }
+
+    /// A candidate's classifier.
+    pub fn model(&self, c: Candidate) -> &LinearClassifier {
+        &self
+            .candidates
+            .iter()
+            .find(|(k, _)| *k == c)
+            .expect("every candidate is fitted")
+            .1
+    }
+}
+
+/// Stratified fold assignment: rows of each class shuffled and dealt in turn, so every fold
+/// has its share of both classes. Returns the held-out rows of each fold; together they are
+/// every row exactly once.
+pub fn stratified_folds<R: Rng + ?Sized>(labels: &[f64], k: usize, rng: &mut R) -> Vec<Vec<usize>> {
+    let mut folds = vec![Vec::new(); k];
+    let mut next = 0;
+    for positive in [true, false] {
+        let mut rows: Vec<usize> = (0..labels.len())
+            .filter(|&i| (labels[i] > 0.0) == positive)
+            .collect();
+        rows.shuffle(rng);
+        for i in rows {
+            folds[next % k].push(i);
+            next += 1;
+        }
+    }
+    folds
+}
+
+/// The rows not in `held_out`.
+fn complement(n: usize, held_out: &[usize]) -> Vec<usize> {
+    let mut out = vec![true; n];
+    for &i in held_out {
+        out[i] = false;
+    }
+    (0..n).filter(|&i| out[i]).collect()
+}
+
+/// The λ of [`LAMBDA_GRID`] with the smallest held-out logistic loss over `folds` (the larger
+/// λ on ties).
+fn cv_lambda(data: &Dataset, folds: &[Vec<usize>]) -> Result<f64, SolverError> {
+    let mut best = (f64::INFINITY, LAMBDA_GRID[0]);
+    for &lambda in &LAMBDA_GRID {
+        let mut loss = 0.0;
+        for held in folds {
+            let fit = fit_logistic(&data.subset(&complement(data.len(), held)), lambda)?;
+            let theta = fit.classifier();
+            loss += held
+                .iter()
+                .map(|&i| logistic_loss(theta.margin(data.row(i)), data.label(i)))
+                .sum::<f64>();
+        }
+        if loss <= best.0 {
+            best = (loss, lambda);
+        }
+    }
+    Ok(best.1)
+}
+
+/// The experts' directions u_m = θ_m/‖θ_m‖₂ (zero for a zero expert).
+fn directions(experts: &[LinearClassifier]) -> Vec<Vec<f64>> {
+    experts
+        .iter()
+        .map(|e| {
+            let norm = dot(e.coefficients(), e.coefficients()).sqrt();
+            let scale = if norm > 0.0 { 1.0 / norm } else { 0.0 };
+            e.coefficients().iter().map(|v| v * scale).collect()
+        })
+        .collect()
+}
+
+/// The stacking features [x, ⟨u₁, x⟩, …] of every row.
+fn stacked(data: &Dataset, directions: &[Vec<f64>]) -> Dataset {
+    let d = data.dim();
+    let width = d + directions.len();
+    let mut x = Vec::with_capacity(data.len() * width);
+    for i in 0..data.len() {
+        let row = data.row(i);
+        x.extend_from_slice(row);
+        x.extend(directions.iter().map(|u| dot(u, row)));
+    }
+    Dataset::new(x, data.labels().to_vec(), width)
+}
+
+/// The stacker fitted on `data` as one weight vector in x-space: w_x + Σ w_m u_m.
+fn fit_stacking(
+    data: &Dataset,
+    directions: &[Vec<f64>],
+    lambda: f64,
+) -> Result<LinearClassifier, SolverError> {
+    let w = fit_logistic(&stacked(data, directions), lambda)?.classifier();
+    let d = data.dim();
+    let mut theta = w.coefficients()[..d].to_vec();
+    for (u, wm) in directions.iter().zip(&w.coefficients()[d..]) {
+        for (t, v) in theta.iter_mut().zip(u) {
+            *t += wm * v;
+        }
+    }
+    Ok(LinearClassifier::new(theta))
+}
+
+/// Every candidate fitted on one set of rows, with the mixing weights behind the two mirror
+/// averages.
+struct Fitted {
+    models: Vec<(Candidate, LinearClassifier)>,
+    mixing_weights: Vec<f64>,
+    mixing_weights_with_own: Vec<f64>,
+}
+
+/// Every candidate fitted on `data` with fixed λs; `purpose` derives the visiting orders.
+fn fit_all(
+    experts: &[LinearClassifier],
+    data: &Dataset,
+    lambdas: (f64, f64),
+    config: &SelectionConfig,
+    purpose: &[u64],
+) -> Result<Fitted, SelectError> {
+    let local = fit_logistic(data, lambdas.0)?.classifier();
+    let mirror = MirrorAveraging::new(config.beta)?;
+    let mut rng = derived_rng(config.seed, purpose);
+    let (others, mixing_weights) = if experts.is_empty() {
+        (local.clone(), Vec::new())
+    } else {
+        let a = mirror.aggregate(experts, data, &mut rng)?;
+        (a.classifier, a.mixing_weights)
+    };
+    let mut with_own: Vec<LinearClassifier> = experts.to_vec();
+    with_own.push(local.clone());
+    let own = mirror.aggregate(&with_own, data, &mut rng)?;
+    let stack = fit_stacking(data, &directions(experts), lambdas.1)?;
+    Ok(Fitted {
+        models: vec![
+            (Candidate::Local, local),
+            (Candidate::MirrorAveraging, others),
+            (Candidate::MirrorWithOwn, own.classifier),
+            (Candidate::Stacking, stack),
+        ],
+        mixing_weights,
+        mixing_weights_with_own: own.mixing_weights,
+    })
+}
+
+/// 1 if `model` classifies row `i` of `data` correctly (a zero margin predicts +1, as in
+/// [`LinearClassifier::accuracy`]), else 0.
+fn right(model: &LinearClassifier, data: &Dataset, i: usize) -> f64 {
+    let predicted = if model.margin(data.row(i)) >= 0.0 {
+        1.0
+    } else {
+        -1.0
+    };
+    if predicted == data.label(i) { 1.0 } else { 0.0 }
+}
+
+/// Mean and standard error of `values`.
+fn mean_se(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    (mean, (var / n).sqrt())
+}
+
+/// Builds every candidate on `train` and chooses the final model (see the module docs).
+pub fn choose_final(
+    experts: &[LinearClassifier],
+    train: &Dataset,
+    config: &SelectionConfig,
+) -> Result<FinalModel, SelectError> {
+    let k = config.folds.max(2);
+    if train.len() < 2 * k {
+        return Err(SelectError::TooFewRows {
+            rows: train.len(),
+            folds: k,
+        });
+    }
+    let tuning = stratified_folds(train.labels(), k, &mut derived_rng(config.seed, &[10]));
+    let local_lambda = cv_lambda(train, &tuning)?;
+    let stacking_lambda = if experts.is_empty() {
+        local_lambda
+    } else {
+        cv_lambda(&stacked(train, &directions(experts)), &tuning)?
+    };
+    let lambdas = (local_lambda, stacking_lambda);
+    // correct[c][r]: 1 if candidate c got held-out row r right, over all repeats.
+    let mut correct: Vec<Vec<f64>> = vec![Vec::new(); Candidate::ALL.len()];
+    for repeat in 0..config.repeats.max(1) as u64 {
+        let folds = stratified_folds(
+            train.labels(),
+            k,
+            &mut derived_rng(config.seed, &[11, repeat]),
+        );
+        for (f, held) in folds.iter().enumerate() {
+            let fit_rows = train.subset(&complement(train.len(), held));
+            let fitted = fit_all(experts, &fit_rows, lambdas, config, &[12, repeat, f as u64])?;
+            for (c, (_, model)) in fitted.models.iter().enumerate() {
+                correct[c].extend(held.iter().map(|&i| right(model, train, i)));
+            }
+        }
+    }
+    let cv: Vec<CvEstimate> = Candidate::ALL
+        .iter()
+        .zip(&correct)
+        .map(|(&candidate, right)| {
+            let diffs: Vec<f64> = right.iter().zip(&correct[0]).map(|(a, b)| a - b).collect();
+            let (gain, gain_se) = mean_se(&diffs);
+            CvEstimate {
+                candidate,
+                accuracy: right.iter().sum::<f64>() / right.len() as f64,
+                gain,
+                gain_se,
+            }
+        })
+        .collect();
+    let chosen = cv
+        .iter()
+        .filter(|e| {
+            e.candidate != Candidate::Local && e.gain > config.z * e.gain_se && e.gain > 0.0
+        })
+        .max_by(|a, b| a.gain.total_cmp(&b.gain))
+        .map_or(Candidate::Local, |e| e.candidate);
+    let all = fit_all(experts, train, lambdas, config, &[13])?;
+    Ok(FinalModel {
+        chosen,
+        candidates: all.models,
+        cv,
+        mixing_weights: all.mixing_weights,
+        mixing_weights_with_own: all.mixing_weights_with_own,
+        local_lambda,
+        stacking_lambda,
+    })
+}
+
+/// The paired difference of accuracies of `a` and `b` on `test` rows, as (mean, low, high) with
+/// a 95 % normal interval of the per-row differences d_i ∈ {−1, 0, 1}.
+pub fn paired_gain(a: &LinearClassifier, b: &LinearClassifier, test: &Dataset) -> (f64, f64, f64) {
+    let diffs: Vec<f64> = (0..test.len())
+        .map(|i| right(a, test, i) - right(b, test, i))
+        .collect();
+    let (mean, se) = mean_se(&diffs);
+    (mean, mean - 1.96 * se, mean + 1.96 * se)
+}
+
+#[cfg(test)]
+#[path = "select_tests.rs"]
+mod tests;
