@@ -13,13 +13,15 @@
 //!   on z = [x, ⟨u₁, x⟩, …, ⟨u_M, x⟩] with u_m = θ_m/‖θ_m‖₂ (the norm is public, part of the
 //!   release; ‖z‖₂² ≤ M + 1 for ‖x‖₂ ≤ 1). Its score w_xᵀx + Σ w_m⟨u_m, x⟩ is linear in x, so the
 //!   result is again one weight vector θ = w_x + Σ_m w_m u_m, usable without the experts.
+//! - [`Candidate::StackingMargins`]: the same on the margins only (θ = Σ_m w_m u_m): fewer
+//!   parameters, better when the experts carry most of the signal and the own rows are few.
 //!
 //! **Selection.** Repeated stratified k-fold cross-validation on the training rows: in each fold
 //! every candidate is rebuilt on the other folds and scored row by row on the held-out fold,
 //! paired with the local model. A candidate other than the local one is chosen only if its mean
 //! cross-validated gain over local exceeds [`SelectionConfig::z`] standard errors of the paired
-//! per-row differences; among those, the highest gain wins; otherwise the final model is the
-//! local one. The λ of the local model and of the stacker are chosen once on all training rows
+//! per-row differences; among those, the one with the highest lower bound (gain − z·s.e.) wins;
+//! otherwise the final model is the local one. The λ of the local model and of the stacker are chosen once on all training rows
 //! and held fixed inside the selection folds (a small optimism shared by both). Test rows are
 //! never passed here: the aggregator scores the candidates on them afterwards.
 //!
@@ -54,15 +56,19 @@ pub enum Candidate {
     MirrorWithOwn,
     /// Stacking on the own features and the experts' normalised margins.
     Stacking,
+    /// Stacking on the experts' normalised margins only (fewer parameters: better when the
+    /// experts carry most of the signal and the own rows are few).
+    StackingMargins,
 }
 
 impl Candidate {
     /// Every candidate, local first.
-    pub const ALL: [Candidate; 4] = [
+    pub const ALL: [Candidate; 5] = [
         Self::Local,
         Self::MirrorAveraging,
         Self::MirrorWithOwn,
         Self::Stacking,
+        Self::StackingMargins,
     ];
 
     /// The name used in reports and `model.json`.
@@ -72,6 +78,7 @@ impl Candidate {
             Self::MirrorAveraging => "mirror-averaging",
             Self::MirrorWithOwn => "mirror-averaging+own",
             Self::Stacking => "stacking",
+            Self::StackingMargins => "stacking-margins",
         }
     }
 }
@@ -96,7 +103,7 @@ impl Default for SelectionConfig {
         Self {
             folds: 5,
             repeats: 3,
-            z: 0.5,
+            z: 1.0,
             beta: 3.0,
             seed: 1,
         }
@@ -152,6 +159,8 @@ pub struct FinalModel {
     pub local_lambda: f64,
     /// λ of the stacker.
     pub stacking_lambda: f64,
+    /// λ of the margins-only stacker.
+    pub margins_lambda: f64,
 }
 
 impl FinalModel {
@@ -220,6 +229,18 @@ fn cv_lambda(data: &Dataset, folds: &[Vec<usize>]) -> Result<f64, SolverError> {
     Ok(best.1)
 }
 
+/// A non-private logistic regression on `data` with λ chosen by stratified `k`-fold
+/// cross-validation over [`LAMBDA_GRID`] (held-out logistic loss); returns the model and λ.
+pub fn tuned_logistic(
+    data: &Dataset,
+    k: usize,
+    seed: u64,
+) -> Result<(LinearClassifier, f64), SolverError> {
+    let folds = stratified_folds(data.labels(), k.max(2), &mut derived_rng(seed, &[10]));
+    let lambda = cv_lambda(data, &folds)?;
+    Ok((fit_logistic(data, lambda)?.classifier(), lambda))
+}
+
 /// The experts' directions u_m = θ_m/‖θ_m‖₂ (zero for a zero expert).
 fn directions(experts: &[LinearClassifier]) -> Vec<Vec<f64>> {
     experts
@@ -232,34 +253,49 @@ fn directions(experts: &[LinearClassifier]) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// The stacking features [x, ⟨u₁, x⟩, …] of every row.
-fn stacked(data: &Dataset, directions: &[Vec<f64>]) -> Dataset {
-    let d = data.dim();
+/// The stacking features of every row: [x, ⟨u₁, x⟩, …] with the own features, [⟨u₁, x⟩, …]
+/// without.
+fn stacked(data: &Dataset, directions: &[Vec<f64>], own_features: bool) -> Dataset {
+    let d = if own_features { data.dim() } else { 0 };
     let width = d + directions.len();
     let mut x = Vec::with_capacity(data.len() * width);
     for i in 0..data.len() {
         let row = data.row(i);
-        x.extend_from_slice(row);
+        x.extend_from_slice(&row[..d]);
         x.extend(directions.iter().map(|u| dot(u, row)));
     }
     Dataset::new(x, data.labels().to_vec(), width)
 }
 
-/// The stacker fitted on `data` as one weight vector in x-space: w_x + Σ w_m u_m.
+/// The stacker fitted on `data` as one weight vector in x-space: w_x + Σ w_m u_m (w_x = 0
+/// without the own features).
 fn fit_stacking(
     data: &Dataset,
     directions: &[Vec<f64>],
     lambda: f64,
+    own_features: bool,
 ) -> Result<LinearClassifier, SolverError> {
-    let w = fit_logistic(&stacked(data, directions), lambda)?.classifier();
-    let d = data.dim();
-    let mut theta = w.coefficients()[..d].to_vec();
+    let w = fit_logistic(&stacked(data, directions, own_features), lambda)?.classifier();
+    let d = if own_features { data.dim() } else { 0 };
+    let mut theta = if own_features {
+        w.coefficients()[..d].to_vec()
+    } else {
+        vec![0.0; data.dim()]
+    };
     for (u, wm) in directions.iter().zip(&w.coefficients()[d..]) {
         for (t, v) in theta.iter_mut().zip(u) {
             *t += wm * v;
         }
     }
     Ok(LinearClassifier::new(theta))
+}
+
+/// The cross-validated λ of the local model and of the two stackers.
+#[derive(Debug, Clone, Copy)]
+struct Lambdas {
+    local: f64,
+    stacking: f64,
+    margins: f64,
 }
 
 /// Every candidate fitted on one set of rows, with the mixing weights behind the two mirror
@@ -274,11 +310,11 @@ struct Fitted {
 fn fit_all(
     experts: &[LinearClassifier],
     data: &Dataset,
-    lambdas: (f64, f64),
+    lambdas: Lambdas,
     config: &SelectionConfig,
     purpose: &[u64],
 ) -> Result<Fitted, SelectError> {
-    let local = fit_logistic(data, lambdas.0)?.classifier();
+    let local = fit_logistic(data, lambdas.local)?.classifier();
     let mirror = MirrorAveraging::new(config.beta)?;
     let mut rng = derived_rng(config.seed, purpose);
     let (others, mixing_weights) = if experts.is_empty() {
@@ -290,13 +326,16 @@ fn fit_all(
     let mut with_own: Vec<LinearClassifier> = experts.to_vec();
     with_own.push(local.clone());
     let own = mirror.aggregate(&with_own, data, &mut rng)?;
-    let stack = fit_stacking(data, &directions(experts), lambdas.1)?;
+    let u = directions(experts);
+    let stack = fit_stacking(data, &u, lambdas.stacking, true)?;
+    let margins = fit_stacking(data, &u, lambdas.margins, false)?;
     Ok(Fitted {
         models: vec![
             (Candidate::Local, local),
             (Candidate::MirrorAveraging, others),
             (Candidate::MirrorWithOwn, own.classifier),
             (Candidate::Stacking, stack),
+            (Candidate::StackingMargins, margins),
         ],
         mixing_weights,
         mixing_weights_with_own: own.mixing_weights,
@@ -337,12 +376,19 @@ pub fn choose_final(
     }
     let tuning = stratified_folds(train.labels(), k, &mut derived_rng(config.seed, &[10]));
     let local_lambda = cv_lambda(train, &tuning)?;
-    let stacking_lambda = if experts.is_empty() {
-        local_lambda
-    } else {
-        cv_lambda(&stacked(train, &directions(experts)), &tuning)?
+    let u = directions(experts);
+    let stacker_lambda = |own: bool| {
+        if experts.is_empty() {
+            Ok(local_lambda)
+        } else {
+            cv_lambda(&stacked(train, &u, own), &tuning)
+        }
     };
-    let lambdas = (local_lambda, stacking_lambda);
+    let lambdas = Lambdas {
+        local: local_lambda,
+        stacking: stacker_lambda(true)?,
+        margins: stacker_lambda(false)?,
+    };
     // correct[c][r]: 1 if candidate c got held-out row r right, over all repeats.
     let mut correct: Vec<Vec<f64>> = vec![Vec::new(); Candidate::ALL.len()];
     for repeat in 0..config.repeats.max(1) as u64 {
@@ -373,12 +419,11 @@ pub fn choose_final(
             }
         })
         .collect();
+    let bound = |e: &CvEstimate| e.gain - config.z * e.gain_se;
     let chosen = cv
         .iter()
-        .filter(|e| {
-            e.candidate != Candidate::Local && e.gain > config.z * e.gain_se && e.gain > 0.0
-        })
-        .max_by(|a, b| a.gain.total_cmp(&b.gain))
+        .filter(|e| e.candidate != Candidate::Local && e.gain > 0.0 && bound(e) > 0.0)
+        .max_by(|a, b| bound(a).total_cmp(&bound(b)))
         .map_or(Candidate::Local, |e| e.candidate);
     let all = fit_all(experts, train, lambdas, config, &[13])?;
     Ok(FinalModel {
@@ -388,7 +433,8 @@ pub fn choose_final(
         mixing_weights: all.mixing_weights,
         mixing_weights_with_own: all.mixing_weights_with_own,
         local_lambda,
-        stacking_lambda,
+        stacking_lambda: lambdas.stacking,
+        margins_lambda: lambdas.margins,
     })
 }
 

@@ -90,11 +90,11 @@ fn stacking_is_linear_in_x() {
     let train = data(120, 8);
     let experts = noise_experts(3, 9);
     let u = directions(&experts);
-    let theta = fit_stacking(&train, &u, 0.01).expect("fit");
-    let w = fit_logistic(&stacked(&train, &u), 0.01)
+    let theta = fit_stacking(&train, &u, 0.01, true).expect("fit");
+    let w = fit_logistic(&stacked(&train, &u, true), 0.01)
         .expect("fit")
         .classifier();
-    let z = stacked(&train, &u);
+    let z = stacked(&train, &u, true);
     for i in 0..train.len() {
         let a = theta.margin(train.row(i));
         let b = w.margin(z.row(i));

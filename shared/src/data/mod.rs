@@ -7,12 +7,14 @@
 //! - [`csv`]: reading a CSV file against a schema; every error names file, line and column.
 //! - [`bundled`]: the two public datasets compiled into the binaries, and the paper's splits.
 //! - [`synthetic`]: seed 001 §5.1 synthetic data.
+//! - [`clinic`]: the clinic scenario of issue 12 (a small aggregator, large hospitals, d = 20).
 //! - [`partition`]: partitions over organisations and stratified test splits.
 //!
 //! A new dataset goes into [`bundled`] (a CSV and a hand-written schema in `data/`) or is read
 //! from a file with [`csv::load_csv`]; nothing else needs to know about it.
 
 pub mod bundled;
+pub mod clinic;
 pub mod csv;
 pub mod dataset;
 pub mod normalise;
