@@ -460,8 +460,10 @@ async fn bad_input_gives_one_line_errors() {
         assert_one_line_error(&agg(args).await.expect("join"), needles);
     }
     assert_one_line_error(
-        &agg(&["demo", "--nodes", "40"]).await.expect("join"),
-        &["at most"],
+        &agg(&["demo", "--scenario", "diabetes", "--nodes", "40"])
+            .await
+            .expect("join"),
+        &["do not fit"],
     );
 }
 
@@ -470,7 +472,15 @@ fn demo_runs_nodes_over_grpc_and_reports() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = run(
         "dpagg-aggregator",
-        &["demo", "--nodes", "3", "--out", "demo"],
+        &[
+            "demo",
+            "--scenario",
+            "diabetes",
+            "--nodes",
+            "3",
+            "--out",
+            "demo",
+        ],
         dir.path(),
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -487,6 +497,52 @@ fn demo_runs_nodes_over_grpc_and_reports() {
         assert_eq!(n["epsilon"], 1.0);
         assert_eq!(n["mechanism"], "objective-perturbation");
     }
+}
+
+/// The default demo is the clinic scenario, where joining pays: its first summary line is the
+/// final model against the tuned local one, and the final model is not the local one. Sizes
+/// may differ per organisation.
+#[test]
+fn the_clinic_demo_leads_with_the_gain_over_local() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run(
+        "dpagg-aggregator",
+        &[
+            "demo",
+            "--nodes",
+            "4",
+            "--rows-per-org",
+            "100,2000,1500,1000,500",
+            "--out",
+            "demo",
+        ],
+        dir.path(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_success(&out);
+    let table = stdout
+        .lines()
+        .find(|l| l.starts_with("final model"))
+        .unwrap_or_else(|| panic!("no final-model line: {stdout}"));
+    assert!(table.contains("vs tuned local"), "{table}");
+    let r: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("demo/report.json")).expect("report"),
+    )
+    .expect("json");
+    assert_eq!(r["included"], 4);
+    assert_eq!(r["train_rows"], 100);
+    assert_eq!(r["test_rows"], 5000);
+    let gain = r["final_model"]["gain_over_local"].as_f64().expect("gain");
+    assert!(gain > 0.02, "the clinic's hospitals should help: {gain}");
+    assert!(dir.path().join("demo/model.json").exists());
+    let html = std::fs::read_to_string(dir.path().join("demo/report.html")).expect("html");
+    assert!(html.contains("vs tuned local"));
+    let bad = run(
+        "dpagg-aggregator",
+        &["demo", "--nodes", "2", "--rows-per-org", "100,2000"],
+        dir.path(),
+    );
+    assert_one_line_error(&bad, &["--rows-per-org", "give 3 sizes"]);
 }
 
 /// `dpagg-aggregator run … | head -1`: a reader that goes away is not an error, and the report
@@ -603,7 +659,7 @@ async fn the_final_model_never_sees_the_test_rows() {
                 .as_array()
                 .expect("candidates")
                 .len(),
-            4
+            5
         );
         models.push(model["weights"].clone());
     }

@@ -1,8 +1,11 @@
 //! `dpagg-aggregator demo`: the whole system on one machine in a few seconds.
 //!
-//! The bundled Diabetes data is split as in seed 001 §5.2: a class-stratified test set of 84 + 84
-//! rows, and the remaining 600 rows over K + 1 organisations. Organisations 1…K each get a real
-//! node (SQLite ledger, gRPC with health and reflection) on 127.0.0.1 with an ephemeral port, and
+//! Two scenarios. **clinic** (the default; [`dpagg_shared::data::clinic`]): a small aggregating
+//! organisation of 100 rows and K = 9 hospitals of 2,000 rows each on synthetic logistic data in
+//! d = 20, test set 5,000 — where joining pays. **diabetes**: the bundled Diabetes data split as
+//! in seed 001 §5.2: a class-stratified test set of 84 + 84 rows, and the remaining 600 rows over
+//! K + 1 organisations — where it barely can. `--rows-per-org` gives unequal sizes (the
+//! aggregator's first). Organisations 1…K each get a real node (SQLite ledger, gRPC with health and reflection) on 127.0.0.1 with an ephemeral port, and
 //! each node's operator publishes one learner at the requested ε (charged to its ledger). The
 //! aggregator (organisation 0) then runs exactly what `dpagg-aggregator run` runs, over real gRPC.
 //! Everything but the report lives in a temporary folder removed at the end.
@@ -13,6 +16,9 @@ use anyhow::{Context, Result, bail};
 use dpagg_node::config::{NodeConfig, Policy};
 use dpagg_node::node::Node;
 use dpagg_shared::data::bundled::Bundled;
+use dpagg_shared::data::clinic::{
+    CLINIC_DIM, CLINIC_HOSPITAL_ROWS, CLINIC_OWN_ROWS, CLINIC_TEST_ROWS, clinic_rows,
+};
 use dpagg_shared::privacy::guarantee::PrivacyGuarantee;
 use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};
 use dpagg_shared::privacy::noise::derived_rng;
@@ -24,9 +30,17 @@ use std::time::{Duration, Instant};
 /// Arguments of `demo`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// The data: `clinic` (a small aggregator among large hospitals, synthetic) or `diabetes`
+    /// (the paper's bundled data, 10 organisations of 60).
+    #[arg(long, value_enum, default_value_t = Scenario::Clinic)]
+    scenario: Scenario,
     /// Number of node organisations K (the aggregator is one more).
     #[arg(long, default_value_t = 9)]
     nodes: usize,
+    /// Rows of each organisation, comma-separated, the aggregator's first (K + 1 numbers)
+    /// [default: clinic 100,2000,…; diabetes an equal share of 600].
+    #[arg(long, value_delimiter = ',')]
+    rows_per_org: Vec<usize>,
     /// Mechanism every node publishes.
     #[arg(long, default_value = "objective-perturbation")]
     mechanism: String,
@@ -59,8 +73,79 @@ pub struct Args {
     out: PathBuf,
 }
 
-/// Splits the bundled Diabetes CSV into a test file and K + 1 organisation files in `dir`.
-fn split_data(dir: &Path, orgs: usize, seed: u64) -> Result<(PathBuf, Vec<PathBuf>)> {
+/// The demo's data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Scenario {
+    /// A small aggregator among large hospitals (synthetic, d = 20).
+    Clinic,
+    /// The bundled Diabetes data, as in seed 001 §5.2.
+    Diabetes,
+}
+
+/// The organisations' sizes: `--rows-per-org` if given (K + 1 numbers), else `default` each
+/// after the aggregator's `first`.
+fn sizes(args: &Args, first: usize, default: usize) -> Result<Vec<usize>> {
+    if args.rows_per_org.is_empty() {
+        let mut out = vec![first];
+        out.extend(std::iter::repeat_n(default, args.nodes));
+        return Ok(out);
+    }
+    if args.rows_per_org.len() != args.nodes + 1 {
+        bail!(
+            "--rows-per-org: give {} sizes (the aggregator's, then one per node), not {}",
+            args.nodes + 1,
+            args.rows_per_org.len()
+        );
+    }
+    if let Some(small) = args.rows_per_org.iter().find(|&&n| n < 20) {
+        bail!("--rows-per-org: {small} rows are too few for an organisation (at least 20)");
+    }
+    Ok(args.rows_per_org.clone())
+}
+
+/// The clinic's files in `dir`: test rows and one file per organisation (columns f01…f20,
+/// `outcome` = yes/no), written with the shortest text that reads back as the same numbers.
+fn clinic_data(dir: &Path, sizes: &[usize], seed: u64) -> Result<(PathBuf, Vec<PathBuf>)> {
+    let mut rng = derived_rng(seed, &[0xc1]);
+    let write = |name: &str, rows: usize, rng: &mut rand::rngs::ChaCha20Rng| -> Result<PathBuf> {
+        let data = clinic_rows(rows, rng);
+        let path = dir.join(name);
+        let header: Vec<String> = (1..=CLINIC_DIM).map(|j| format!("f{j:02}")).collect();
+        let mut out = format!("{},outcome\n", header.join(","));
+        for i in 0..data.len() {
+            let cells: Vec<String> = data.row(i).iter().map(|v| v.to_string()).collect();
+            let label = if data.label(i) > 0.0 { "yes" } else { "no" };
+            out.push_str(&format!("{},{label}\n", cells.join(",")));
+        }
+        std::fs::write(&path, out).with_context(|| format!("{}: cannot write", path.display()))?;
+        Ok(path)
+    };
+    let test = write("test.csv", CLINIC_TEST_ROWS, &mut rng)?;
+    let files = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| write(&format!("org-{i}.csv"), n, &mut rng))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((test, files))
+}
+
+/// The clinic's public schema: 20 features already in the unit ball, mapped as they are
+/// (ball mode, centre 0, scale 1, row scale 1, no intercept).
+fn clinic_schema() -> String {
+    let mut s = String::from(
+        "name = \"clinic\"\nintercept = false\n\n[normalisation]\nmode = \"ball\"\nrow_scale = 1.0\n\n[label]\ncolumn = \"outcome\"\npositive = \"yes\"\nnegative = \"no\"\n",
+    );
+    for j in 1..=CLINIC_DIM {
+        s.push_str(&format!(
+            "\n[[features]]\nname = \"f{j:02}\"\nlo = -1.0\nhi = 1.0\ncenter = 0.0\nscale = 1.0\nsource = \"synthetic: x ~ N(0, I/20) in the unit ball\"\n"
+        ));
+    }
+    s
+}
+
+/// Splits the bundled Diabetes CSV into a test file and one file per organisation (`sizes`
+/// rows each) in `dir`.
+fn split_data(dir: &Path, sizes: &[usize], seed: u64) -> Result<(PathBuf, Vec<PathBuf>)> {
     let bundled = Bundled::Diabetes;
     let text = bundled.csv_text();
     let mut lines = text.lines();
@@ -71,11 +156,13 @@ fn split_data(dir: &Path, orgs: usize, seed: u64) -> Result<(PathBuf, Vec<PathBu
         bail!("the bundled data's rows and lines disagree");
     }
     let split = bundled.paper_split();
-    let per_org = (rows.len() - split.test_size()) / orgs;
-    if per_org < 20 {
+    let available = rows.len() - split.test_size();
+    let wanted: usize = sizes.iter().sum();
+    if wanted > available || sizes.iter().any(|&n| n < 20) {
         bail!(
-            "{orgs} organisations leave {per_org} rows each; use at most {} nodes",
-            (rows.len() - split.test_size()) / 20 - 1
+            "the Diabetes data has {available} training rows: {} organisations of {:?} rows do not fit (at least 20 each)",
+            sizes.len(),
+            sizes
         );
     }
     let mut rng = derived_rng(seed, &[0xdea]);
@@ -107,11 +194,15 @@ fn split_data(dir: &Path, orgs: usize, seed: u64) -> Result<(PathBuf, Vec<PathBu
         Ok(path)
     };
     let test_file = write("test.csv", &test)?;
-    let files = train
-        .chunks_exact(per_org)
-        .take(orgs)
+    let mut start = 0;
+    let files = sizes
+        .iter()
         .enumerate()
-        .map(|(i, idx)| write(&format!("org-{i}.csv"), idx))
+        .map(|(i, &n)| {
+            let idx = &train[start..start + n];
+            start += n;
+            write(&format!("org-{i}.csv"), idx)
+        })
         .collect::<Result<Vec<_>>>()?;
     Ok((test_file, files))
 }
@@ -152,9 +243,23 @@ pub fn run(args: Args) -> Result<()> {
         bail!("--nodes must be at least 1");
     }
     let work = tempfile::tempdir().context("cannot create a temporary folder")?;
-    let (test_file, files) = split_data(work.path(), args.nodes + 1, args.seed)?;
-    let schema = work.path().join("diabetes.schema.toml");
-    std::fs::write(&schema, Bundled::Diabetes.schema_text())
+    let (test_file, files, schema_text) = match args.scenario {
+        Scenario::Clinic => {
+            let sizes = sizes(&args, CLINIC_OWN_ROWS, CLINIC_HOSPITAL_ROWS)?;
+            let (t, f) = clinic_data(work.path(), &sizes, args.seed)?;
+            (t, f, clinic_schema())
+        }
+        Scenario::Diabetes => {
+            let share = (Bundled::Diabetes.load().0.len()
+                - Bundled::Diabetes.paper_split().test_size())
+                / (args.nodes + 1);
+            let sizes = sizes(&args, share, share)?;
+            let (t, f) = split_data(work.path(), &sizes, args.seed)?;
+            (t, f, Bundled::Diabetes.schema_text().to_owned())
+        }
+    };
+    let schema = work.path().join("schema.toml");
+    std::fs::write(&schema, schema_text)
         .with_context(|| format!("{}: cannot write", schema.display()))?;
     let kind = MechanismKind::from_name(&args.mechanism).with_context(|| {
         format!(
@@ -200,8 +305,9 @@ pub fn run(args: Args) -> Result<()> {
     print!("{}", report.table());
     report.write(&args.out)?;
     println!(
-        "wrote {} and {} in {:.1} s",
+        "wrote {}, {} and {} in {:.1} s",
         args.out.join("report.json").display(),
+        args.out.join("model.json").display(),
         args.out.join("report.html").display(),
         started.elapsed().as_secs_f64()
     );

@@ -54,8 +54,9 @@ fn run(config: &config::RunConfig, out: &mut Out) -> Result<()> {
     printed?;
     writeln!(
         out,
-        "wrote {} and {}",
+        "wrote {}, {} and {}",
         config.out.join("report.json").display(),
+        config.out.join("model.json").display(),
         config.out.join("report.html").display()
     )?;
     Ok(())

@@ -437,7 +437,7 @@ impl Report {
             );
         }
         format!(
-            "<table><tr><th>candidate</th><th>CV accuracy (own training rows)</th><th>CV gain over local, points ± s.e.</th><th>test accuracy</th></tr>\n{rows}</table>\n<p>A candidate other than local is chosen only if its cross-validated gain exceeds half its standard error; the local model's λ = {} and the stacker's λ = {} were chosen by 5-fold cross-validation on the own training rows. Weights of the final model: <code>model.json</code>.</p>",
+            "<table><tr><th>candidate</th><th>CV accuracy (own training rows)</th><th>CV gain over local, points ± s.e.</th><th>test accuracy</th></tr>\n{rows}</table>\n<p>A candidate other than local is chosen only if its cross-validated gain exceeds its standard error; the local model's λ = {} and the stacker's λ = {} were chosen by 5-fold cross-validation on the own training rows. Weights of the final model: <code>model.json</code>.</p>",
             self.final_model.local_lambda, self.final_model.stacking_lambda
         )
     }

@@ -26,6 +26,9 @@ pub(super) enum Command {
     /// Accuracy of each individual private learner per mechanism and ε, at one organisation's
     /// size and on all training rows; writes the splits for tests/peers/.
     Learners(LearnersArgs),
+    /// Is joining worth it? Tuned local, every final-model candidate, the final model, the
+    /// trusted curator and centralised non-private, per dataset and ε (issue 12).
+    Utility(UtilityArgs),
 }
 
 /// Arguments of `experiment paper`.
@@ -92,7 +95,7 @@ pub(super) struct LearnersArgs {
     /// Output folder (created if missing).
     #[arg(long)]
     pub(super) out: PathBuf,
-    /// Trials (fresh test set, organisation subset and noise) per dataset.
+    /// Trials (fresh splits and noise) per dataset.
     #[arg(long, default_value_t = DEFAULT_TRIALS)]
     pub(super) trials: usize,
     /// Master seed (simulation only: seeded noise gives no privacy).
@@ -101,4 +104,16 @@ pub(super) struct LearnersArgs {
     /// Comma-separated privacy levels.
     #[arg(long, value_delimiter = ',', default_value = "0.5,1,2,5")]
     pub(super) epsilons: Vec<f64>,
+}
+
+/// Arguments of `experiment utility`: those of `experiment learners` (output folder, trials,
+/// seed, the ε of the organisations' learners) and the selection threshold.
+#[derive(Debug, clap::Args)]
+pub(super) struct UtilityArgs {
+    #[command(flatten)]
+    pub(super) sweep: LearnersArgs,
+    /// The final model's selection threshold z (a candidate must beat local by z standard
+    /// errors in cross-validation) [default: the aggregator's].
+    #[arg(long)]
+    pub(super) select_z: Option<f64>,
 }

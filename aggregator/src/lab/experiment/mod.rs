@@ -13,6 +13,10 @@
 //!   defaults a user gets, per ε, dataset and training size, and writes the exact splits so
 //!   that `tests/peers/` can run diffprivlib on the same rows.
 //!
+//! - `experiment utility --out DIR` asks whether joining pays (issue 12): the tuned local model,
+//!   every candidate of the final model, the final model, the trusted curator and centralised
+//!   non-private, on the paper's datasets and the clinic scenario, with paired differences.
+//!
 //! The defaults are the paper's stated setup; nothing is tuned to match its numbers. CSVs are a
 //! function of the seed only (fixed-precision numbers, deterministic simulation).
 //!
@@ -27,6 +31,7 @@
 //! - [`variants`]: the variants of `experiment variants` and their run.
 //! - [`learners`]: `experiment learners`, its learners and outputs; [`learner_data`]: its
 //!   datasets, per-trial splits and the files peers read.
+//! - [`utility`]: `experiment utility`, its scenarios, runs and outputs.
 //! - [`tables`]: `paper_vs_ours.csv`, Table 2 and the Markdown table of the variants.
 //! - [`figures`]: runs → per-ε rows, fixed-precision CSV text and figure panels; the paper's
 //!   numbers.
@@ -47,6 +52,7 @@ mod paper;
 mod plot;
 mod setups;
 mod tables;
+mod utility;
 mod variants;
 
 pub use args::Args;
@@ -60,5 +66,6 @@ pub fn run_command(args: Args) -> Result<()> {
         Command::Paper(a) => paper::run(a),
         Command::Variants(a) => variants::run(a),
         Command::Learners(a) => learners::run(a),
+        Command::Utility(a) => utility::run(a),
     }
 }

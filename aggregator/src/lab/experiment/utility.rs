@@ -1,0 +1,503 @@
+//! `experiment utility`: is an organisation better off joining than alone? (issue 12)
+//!
+//! Four scenarios, each trial with fresh splits, data and noise:
+//! - **diabetes**, **breast-cancer**: the paper's splits (a class-stratified test set of 168 /
+//!   169 rows, the other rows dealt over 10 organisations of 60 / 40 rows) under the schema's
+//!   ball map; organisation 1 aggregates, the other 9 are nodes.
+//! - **synthetic**: seed 001 §5.1 (5,000 training points over 100 organisations of 50, 1,000
+//!   test points); organisation 1 aggregates, 99 nodes.
+//! - **clinic**: [`dpagg_shared::data::clinic`] — an aggregator of 100 rows, 9 hospitals of
+//!   2,000, a test set of 5,000, d = 20.
+//!
+//! Every node releases objective perturbation (the default: ε-DP, λ = auto) at ε. The aggregator
+//! builds the final model on its own rows ([`dpagg_shared::aggregate::select`]). Columns: the
+//! tuned local model, the final model, its other candidates, the *trusted curator* (objective
+//! perturbation at the same ε on all training rows — what a trusted third party holding every
+//! record could release) and *centralised* non-private (λ tuned by cross-validation on all
+//! training rows). Paired differences final − local and final − centralised come with 95 %
+//! intervals over trials (mean ± 1.96 sd/√trials).
+//!
+//! Outputs: `utility_runs.csv` (every trial), `utility.csv` (mean, sd, standard error per cell),
+//! `utility_paired.csv`, `utility.md` (printed too) and `utility.{svg,png}`.
+
+use super::args::UtilityArgs;
+use super::figures::{self, csv_text, eps, num};
+use super::harness::{create_out, progress_bar, write, write_figure};
+use super::plot::{Line, Mark, PALETTE, Panel, Series, Shape};
+use anyhow::{Context, Result, anyhow};
+use dpagg_shared::aggregate::select::{Candidate, SelectionConfig, choose_final, tuned_logistic};
+use dpagg_shared::data::bundled::Bundled;
+use dpagg_shared::data::clinic::{
+    CLINIC_HOSPITAL_ROWS, CLINIC_HOSPITALS, CLINIC_OWN_ROWS, CLINIC_TEST_ROWS, clinic_rows,
+};
+use dpagg_shared::data::dataset::Dataset;
+use dpagg_shared::data::partition::{equal_partition, stratified_split};
+use dpagg_shared::data::synthetic::{SyntheticData, SyntheticSpec, generate};
+use dpagg_shared::learn::classifier::LinearClassifier;
+use dpagg_shared::privacy::mechanism::{Lambda, MechanismKind};
+use dpagg_shared::privacy::noise::{NoiseSource, derive_seed, derived_rng};
+use dpagg_shared::util::stats::Summary;
+use rayon::prelude::*;
+use std::fmt::Write as _;
+use std::time::Instant;
+
+/// The scenarios, in table order.
+const SCENARIOS: [&str; 4] = ["diabetes", "breast-cancer", "synthetic", "clinic"];
+
+/// The columns of a run, in table order.
+const COLUMNS: [&str; 8] = [
+    "tuned local",
+    "final model",
+    "mirror averaging",
+    "mirror averaging + own",
+    "stacking",
+    "stacking (margins)",
+    "trusted curator",
+    "centralised",
+];
+
+/// Seed-path purposes.
+const SPLIT: u64 = 20;
+const NOISE: u64 = 21;
+const SELECT: u64 = 22;
+
+/// One trial's rows.
+struct Split {
+    own: Dataset,
+    nodes: Vec<Dataset>,
+    test: Dataset,
+}
+
+/// The data a scenario draws its trials from.
+enum Source {
+    Real(Bundled, Dataset),
+    Synthetic(SyntheticData),
+    Clinic,
+}
+
+impl Source {
+    fn of(name: &str, seed: u64) -> Result<Self> {
+        Ok(match name {
+            "diabetes" => Self::Real(Bundled::Diabetes, Bundled::Diabetes.load().0),
+            "breast-cancer" => Self::Real(Bundled::BreastCancer, Bundled::BreastCancer.load().0),
+            "synthetic" => Self::Synthetic(generate(
+                &SyntheticSpec::default(),
+                &mut derived_rng(seed, &[SPLIT]),
+            )),
+            "clinic" => Self::Clinic,
+            other => return Err(anyhow!("unknown scenario {other}")),
+        })
+    }
+
+    /// Trial `trial`'s split; organisation 1 aggregates.
+    fn split(&self, seed: u64, path: &[u64]) -> Result<Split> {
+        let mut rng = derived_rng(seed, path);
+        let (test, parts) = match self {
+            Self::Real(b, data) => {
+                let s = b.paper_split();
+                let (test, train) =
+                    stratified_split(data, s.test_positive, s.test_negative, &mut rng)?;
+                let parts = equal_partition(&train, s.orgs, &mut rng)?;
+                (test, parts)
+            }
+            Self::Synthetic(d) => (d.test.clone(), equal_partition(&d.train, 100, &mut rng)?),
+            Self::Clinic => {
+                let mut parts = vec![clinic_rows(CLINIC_OWN_ROWS, &mut rng)];
+                parts.extend(
+                    (0..CLINIC_HOSPITALS).map(|_| clinic_rows(CLINIC_HOSPITAL_ROWS, &mut rng)),
+                );
+                (clinic_rows(CLINIC_TEST_ROWS, &mut rng), parts)
+            }
+        };
+        let mut parts = parts.into_iter();
+        let own = parts.next().context("no organisation")?;
+        Ok(Split {
+            own,
+            nodes: parts.collect(),
+            test,
+        })
+    }
+}
+
+/// One (scenario, ε, trial): the accuracy of every column and the candidate chosen.
+struct Run {
+    scenario: usize,
+    epsilon: f64,
+    trial: usize,
+    accuracy: [f64; COLUMNS.len()],
+    chosen: Candidate,
+}
+
+/// Objective perturbation (the default) at `epsilon` on `data`, with seeded noise.
+fn private_learner(epsilon: f64, data: &Dataset, seed: u64) -> Result<LinearClassifier> {
+    let m = MechanismKind::ObjectivePerturbation.build(epsilon, 0.0, Lambda::Auto)?;
+    Ok(m.release(data, &mut NoiseSource::seeded(seed))?.classifier)
+}
+
+/// Every ε of one trial of one scenario.
+fn trial(scenario: usize, source: &Source, args: &UtilityArgs, trial: usize) -> Result<Vec<Run>> {
+    let (epsilons, seed) = (&args.sweep.epsilons, args.sweep.seed);
+    let t = trial as u64;
+    let s = scenario as u64;
+    let split = source.split(seed, &[SPLIT, s, t])?;
+    let all = Dataset::concat(std::iter::once(&split.own).chain(&split.nodes));
+    let (centralised, _) = tuned_logistic(&all, 5, derive_seed(seed, &[SELECT, s, t]))?;
+    let centralised = centralised.accuracy(&split.test);
+    let mut runs = Vec::new();
+    for (e, &epsilon) in epsilons.iter().enumerate() {
+        let noise = |k: u64| derive_seed(seed, &[NOISE, s, t, e as u64, k]);
+        let experts = split
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(k, d)| private_learner(epsilon, d, noise(k as u64)))
+            .collect::<Result<Vec<_>>>()?;
+        let defaults = SelectionConfig::default();
+        let config = SelectionConfig {
+            seed: derive_seed(seed, &[SELECT, s, t, e as u64]),
+            z: args.select_z.unwrap_or(defaults.z),
+            ..defaults
+        };
+        let fin = choose_final(&experts, &split.own, &config)?;
+        let curator = private_learner(epsilon, &all, noise(u64::MAX))?;
+        let acc = |c: Candidate| fin.model(c).accuracy(&split.test);
+        runs.push(Run {
+            scenario,
+            epsilon,
+            trial,
+            accuracy: [
+                acc(Candidate::Local),
+                fin.classifier().accuracy(&split.test),
+                acc(Candidate::MirrorAveraging),
+                acc(Candidate::MirrorWithOwn),
+                acc(Candidate::Stacking),
+                acc(Candidate::StackingMargins),
+                curator.accuracy(&split.test),
+                centralised,
+            ],
+            chosen: fin.chosen,
+        });
+    }
+    Ok(runs)
+}
+
+/// Runs `experiment utility`.
+pub(super) fn run(args: UtilityArgs) -> Result<()> {
+    let sweep = &args.sweep;
+    if sweep.trials < 2 {
+        return Err(anyhow!(
+            "--trials must be at least 2 (paired intervals need two trials)"
+        ));
+    }
+    if let Some(e) = sweep
+        .epsilons
+        .iter()
+        .find(|e| !(e.is_finite() && **e > 0.0))
+    {
+        return Err(anyhow!("--epsilons: {e} is not a finite number > 0"));
+    }
+    create_out(&sweep.out)?;
+    let start = Instant::now();
+    let bar = progress_bar()?;
+    bar.set_length((SCENARIOS.len() * sweep.trials) as u64);
+    let mut runs = Vec::new();
+    for (k, name) in SCENARIOS.iter().enumerate() {
+        bar.set_message(format!("utility: {name}"));
+        let source = Source::of(name, sweep.seed)?;
+        let batch: Vec<Vec<Run>> = (0..sweep.trials)
+            .into_par_iter()
+            .map(|t| {
+                let r = trial(k, &source, &args, t);
+                bar.inc(1);
+                r
+            })
+            .collect::<Result<_>>()?;
+        runs.extend(batch.into_iter().flatten());
+    }
+    bar.finish_and_clear();
+    let cells = cells(&runs, &sweep.epsilons);
+    write(&sweep.out, "utility_runs.csv", &runs_csv(&runs)?)?;
+    write(&sweep.out, "utility.csv", &summary_csv(&cells)?)?;
+    write(&sweep.out, "utility_paired.csv", &paired_csv(&cells)?)?;
+    let md = markdown(&cells, sweep.trials);
+    write(&sweep.out, "utility.md", md.as_bytes())?;
+    write_figure(
+        &sweep.out,
+        "utility",
+        &figures::figure("utility", panels(&cells), 520),
+    )?;
+    print!("{md}");
+    println!(
+        "wrote utility_runs.csv, utility.csv, utility_paired.csv, utility.md and utility.png to {} in {:.1} s",
+        sweep.out.display(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// A paired difference over trials: mean and 95 % interval.
+#[derive(Debug, Clone, Copy)]
+struct Paired {
+    mean: f64,
+    low: f64,
+    high: f64,
+}
+
+impl Paired {
+    fn of(diffs: &[f64]) -> Self {
+        let s = Summary::of(diffs);
+        let half = 1.96 * s.sd / (diffs.len() as f64).sqrt();
+        Self {
+            mean: s.mean,
+            low: s.mean - half,
+            high: s.mean + half,
+        }
+    }
+}
+
+/// One (scenario, ε) over trials.
+struct Cell {
+    scenario: &'static str,
+    epsilon: f64,
+    trials: usize,
+    columns: Vec<Summary>,
+    final_minus_local: Paired,
+    final_minus_centralised: Paired,
+    chosen: Vec<(Candidate, usize)>,
+}
+
+fn cells(runs: &[Run], epsilons: &[f64]) -> Vec<Cell> {
+    let mut out = Vec::new();
+    for (k, name) in SCENARIOS.iter().enumerate() {
+        for &epsilon in epsilons {
+            let here: Vec<&Run> = runs
+                .iter()
+                .filter(|r| r.scenario == k && r.epsilon == epsilon)
+                .collect();
+            let column = |c: usize| here.iter().map(|r| r.accuracy[c]).collect::<Vec<f64>>();
+            let diff = |c: usize| {
+                here.iter()
+                    .map(|r| r.accuracy[1] - r.accuracy[c])
+                    .collect::<Vec<f64>>()
+            };
+            out.push(Cell {
+                scenario: name,
+                epsilon,
+                trials: here.len(),
+                columns: (0..COLUMNS.len())
+                    .map(|c| Summary::of(&column(c)))
+                    .collect(),
+                final_minus_local: Paired::of(&diff(0)),
+                final_minus_centralised: Paired::of(&diff(7)),
+                chosen: Candidate::ALL
+                    .iter()
+                    .map(|&c| (c, here.iter().filter(|r| r.chosen == c).count()))
+                    .collect(),
+            });
+        }
+    }
+    out
+}
+
+fn runs_csv(runs: &[Run]) -> Result<Vec<u8>> {
+    let mut header = vec!["scenario", "epsilon", "trial"];
+    header.extend(COLUMNS);
+    header.push("chosen");
+    let lines: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            let mut line = vec![
+                SCENARIOS[r.scenario].to_owned(),
+                eps(r.epsilon),
+                r.trial.to_string(),
+            ];
+            line.extend(r.accuracy.iter().map(|&a| num(a)));
+            line.push(r.chosen.name().to_owned());
+            line
+        })
+        .collect();
+    Ok(csv_text(&header, &lines)?)
+}
+
+fn summary_csv(cells: &[Cell]) -> Result<Vec<u8>> {
+    let mut lines = Vec::new();
+    for c in cells {
+        for (name, s) in COLUMNS.iter().zip(&c.columns) {
+            lines.push(vec![
+                c.scenario.to_owned(),
+                eps(c.epsilon),
+                (*name).to_owned(),
+                num(s.mean),
+                num(s.sd),
+                num(s.sd / (c.trials as f64).sqrt()),
+                c.trials.to_string(),
+            ]);
+        }
+    }
+    Ok(csv_text(
+        &["scenario", "epsilon", "model", "mean", "sd", "se", "trials"],
+        &lines,
+    )?)
+}
+
+fn paired_csv(cells: &[Cell]) -> Result<Vec<u8>> {
+    let mut header = vec![
+        "scenario",
+        "epsilon",
+        "final_minus_local",
+        "low95",
+        "high95",
+        "final_minus_centralised",
+        "low95_c",
+        "high95_c",
+    ];
+    let chosen: Vec<String> = Candidate::ALL
+        .iter()
+        .map(|c| format!("chosen_{}", c.name()))
+        .collect();
+    header.extend(chosen.iter().map(String::as_str));
+    let lines: Vec<Vec<String>> = cells
+        .iter()
+        .map(|c| {
+            let mut line = vec![
+                c.scenario.to_owned(),
+                eps(c.epsilon),
+                num(c.final_minus_local.mean),
+                num(c.final_minus_local.low),
+                num(c.final_minus_local.high),
+                num(c.final_minus_centralised.mean),
+                num(c.final_minus_centralised.low),
+                num(c.final_minus_centralised.high),
+            ];
+            line.extend(c.chosen.iter().map(|(_, n)| n.to_string()));
+            line
+        })
+        .collect();
+    Ok(csv_text(&header, &lines)?)
+}
+
+/// Points of a paired difference, e.g. `+4.9 [+4.5, +5.3]`.
+fn points(p: Paired) -> String {
+    format!(
+        "{:+.1} [{:+.1}, {:+.1}]",
+        100.0 * p.mean,
+        100.0 * p.low,
+        100.0 * p.high
+    )
+}
+
+fn markdown(cells: &[Cell], trials: usize) -> String {
+    let mut s = format!(
+        "experiment utility: {trials} trials; nodes release objective perturbation (ε-DP, λ = auto); accuracies are means over trials; differences in points with 95 % intervals\n\n"
+    );
+    let _ = writeln!(
+        s,
+        "| scenario | ε | tuned local | final | mirror avg | MA + own | stacking | stacking (margins) | trusted curator | centralised | final − local | final − centralised | chosen (local/MA/MA+own/stack/margins) |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for c in cells {
+        let means: Vec<String> = c.columns.iter().map(|m| format!("{:.3}", m.mean)).collect();
+        let chosen: Vec<String> = c.chosen.iter().map(|(_, n)| n.to_string()).collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} |",
+            c.scenario,
+            eps(c.epsilon),
+            means.join(" | "),
+            points(c.final_minus_local),
+            points(c.final_minus_centralised),
+            chosen.join("/")
+        );
+    }
+    let worst = cells.iter().min_by(|a, b| {
+        a.final_minus_local
+            .mean
+            .total_cmp(&b.final_minus_local.mean)
+    });
+    if let Some(w) = worst {
+        let _ = writeln!(
+            s,
+            "\nworst final − local: {:+.2} points ({} at ε = {}); must be ≥ −1: {}",
+            100.0 * w.final_minus_local.mean,
+            w.scenario,
+            eps(w.epsilon),
+            if w.final_minus_local.mean >= -0.01 {
+                "yes"
+            } else {
+                "NO"
+            }
+        );
+    }
+    if let Some(c) = cells
+        .iter()
+        .find(|c| c.scenario == "clinic" && c.epsilon == 1.0)
+    {
+        let _ = writeln!(
+            s,
+            "clinic at ε = 1: final − local {:+.2} points (must be ≥ +4: {}), final − centralised {:+.2} points (must be ≥ −1.5: {})",
+            100.0 * c.final_minus_local.mean,
+            if c.final_minus_local.mean >= 0.04 {
+                "yes"
+            } else {
+                "NO"
+            },
+            100.0 * c.final_minus_centralised.mean,
+            if c.final_minus_centralised.mean >= -0.015 {
+                "yes"
+            } else {
+                "NO"
+            },
+        );
+    }
+    s
+}
+
+/// One panel per scenario: accuracy against ε of the final model, mirror averaging, stacking
+/// and the trusted curator, with the tuned local and centralised levels.
+fn panels(cells: &[Cell]) -> Vec<Panel> {
+    SCENARIOS
+        .iter()
+        .map(|&name| {
+            let here: Vec<&Cell> = cells.iter().filter(|c| c.scenario == name).collect();
+            let line = |col: usize, shape: Shape, colour: usize| Series {
+                name: COLUMNS[col].to_owned(),
+                points: here
+                    .iter()
+                    .map(|c| (c.epsilon, c.columns[col].mean, c.columns[col].sd))
+                    .collect(),
+                mark: Mark::Points(shape),
+                colour: PALETTE[colour],
+            };
+            let level = |col: usize, pattern: Line, colour: usize| {
+                let y = here.first().map_or(f64::NAN, |c| c.columns[col].mean);
+                Series {
+                    name: format!("{} ({y:.3})", COLUMNS[col]),
+                    points: vec![(0.0, y, 0.0)],
+                    mark: Mark::Level(pattern),
+                    colour: PALETTE[colour],
+                }
+            };
+            let hi = here.iter().map(|c| c.epsilon).fold(0.0, f64::max);
+            let lo_y = here
+                .iter()
+                .flat_map(|c| c.columns.iter().map(|s| s.mean - s.sd))
+                .fold(1.0, f64::min);
+            Panel {
+                title: format!("{name}: joining vs alone"),
+                x_label: "ε of each organisation's learner".into(),
+                y_label: "test accuracy (mean ± sd over trials)".into(),
+                x_range: (0.0, hi * 1.08),
+                y_range: ((lo_y - 0.05).max(0.0), 1.02),
+                series: vec![
+                    level(0, Line::Dashed, 7),
+                    level(7, Line::Dotted, 2),
+                    line(1, Shape::Circle, 0),
+                    line(2, Shape::Square, 1),
+                    line(4, Shape::Triangle, 3),
+                    line(6, Shape::Ring, 4),
+                ],
+                dodge: 0.008,
+            }
+        })
+        .collect()
+}
