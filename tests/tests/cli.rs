@@ -118,6 +118,44 @@ fn simulate_writes_summary_and_runs() {
     );
 }
 
+/// The default local baseline is tuned by cross-validation; `--local fixed` is the paper's;
+/// `--rows-per-org` gives organisations of unequal sizes.
+#[test]
+fn simulate_tunes_the_local_baseline_and_takes_unequal_sizes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sim = |extra: &[&str], out: &str| {
+        let mut args = vec![
+            "simulate",
+            "--dataset",
+            "synthetic",
+            "--epsilon",
+            "1",
+            "--trials",
+            "2",
+            "--out",
+            out,
+        ];
+        args.extend_from_slice(extra);
+        run("dpagg-aggregator", &args, dir.path())
+    };
+    let out = sim(&["--rows-per-org", "20,200,200"], "sized");
+    assert_success(&out);
+    let s = summary(dir.path(), "sized");
+    assert_eq!(s["orgs"], 3);
+    assert_eq!(s["sizes"], serde_json::json!([20, 200, 200]));
+    assert_eq!(s["local_baseline"], "tuned");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("λ tuned by 5-fold cross-validation"),
+        "{table}"
+    );
+    let fixed = sim(&["--orgs", "3", "--local", "fixed"], "fixed");
+    assert_success(&fixed);
+    assert_eq!(summary(dir.path(), "fixed")["local_baseline"], "fixed");
+    let bad = sim(&["--rows-per-org", "5000,5000"], "bad");
+    assert_one_line_error(&bad, &["need 10000 rows"]);
+}
+
 #[test]
 fn simulate_on_a_csv_with_its_schema_and_on_bundled_data() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -17,6 +17,8 @@ fn config(dataset: &str, source: DataSource, orgs: usize, epsilons: Vec<f64>) ->
         delta: 0.0,
         lambda: Lambda::Fixed(0.01),
         local_lambda: None,
+        local_baseline: dpagg_shared::simulation::LocalBaseline::Fixed,
+        rows_per_org: None,
         beta: 3.0,
         trials: 20,
         seed: 1,

@@ -138,6 +138,8 @@ fn bench_sweep(trials: usize, target: Option<f64>) -> Result<()> {
         delta: 0.0,
         lambda: Lambda::Fixed(0.01),
         local_lambda: None,
+        local_baseline: dpagg_shared::simulation::LocalBaseline::Fixed,
+        rows_per_org: None,
         beta: 3.0,
         trials,
         seed: 1,

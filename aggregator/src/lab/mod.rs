@@ -21,9 +21,9 @@ use anyhow::Result;
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Start K nodes on loopback, publish at ε, run the aggregator against them, print the report.
-    Demo(demo::Args),
+    Demo(Box<demo::Args>),
     /// Simulate K organisations exchanging private learners (seed 001 §5).
-    Simulate(simulate::Args),
+    Simulate(Box<simulate::Args>),
     /// Reproduce seed 001 §5 (`paper`) and investigate the differences (`variants`).
     Experiment(experiment::Args),
     /// Measure solver, mirror-averaging and simulation speed against baselines and targets.
@@ -38,8 +38,8 @@ impl Command {
     /// Runs the subcommand.
     pub fn run(self) -> Result<()> {
         match self {
-            Self::Demo(args) => demo::run(args),
-            Self::Simulate(args) => simulate::run(args),
+            Self::Demo(args) => demo::run(*args),
+            Self::Simulate(args) => simulate::run(*args),
             Self::Experiment(args) => experiment::run_command(args),
             Self::Bench(args) => bench::run(args),
             Self::BenchFetch(args) => bench_fetch::run(args),

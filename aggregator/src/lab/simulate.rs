@@ -8,7 +8,8 @@ use dpagg_shared::data::schema::Schema;
 use dpagg_shared::data::synthetic::SyntheticSpec;
 use dpagg_shared::privacy::mechanism::{Lambda, MechanismKind};
 use dpagg_shared::simulation::{
-    DataSource, SimulationConfig, SimulationSummary, TestSplit, run as run_simulation, runs_csv,
+    DataSource, LocalBaseline, SimulationConfig, SimulationSummary, TestSplit,
+    run as run_simulation, runs_csv,
 };
 use dpagg_shared::util::files::atomic_write;
 use dpagg_shared::util::stats::Summary;
@@ -27,6 +28,14 @@ pub struct Args {
     /// Number of organisations [default: 100 for synthetic, 10 otherwise (seed 001 §5)].
     #[arg(long)]
     orgs: Option<usize>,
+    /// Rows of each organisation, comma-separated (unequal sizes, e.g. 100,2000,2000); sets the
+    /// number of organisations.
+    #[arg(long, value_delimiter = ',', conflicts_with = "orgs")]
+    rows_per_org: Vec<usize>,
+    /// The non-private learners' λ: `tuned` (5-fold cross-validation on each learner's own rows:
+    /// what an organisation really has alone) or `fixed` (0.01 or --lambda: the paper's baseline).
+    #[arg(long, value_enum, default_value_t = Baseline::Tuned)]
+    local: Baseline,
     /// Private learner.
     #[arg(long, default_value = "objective-perturbation", value_parser = parse_mechanism)]
     mechanism: MechanismKind,
@@ -58,6 +67,15 @@ pub struct Args {
     /// Output folder for summary.json and runs.csv [default: results/<dataset>].
     #[arg(long)]
     out: Option<PathBuf>,
+}
+
+/// The local baseline of `simulate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Baseline {
+    /// λ by cross-validation on the organisation's own rows.
+    Tuned,
+    /// The paper's fixed λ.
+    Fixed,
 }
 
 fn parse_mechanism(s: &str) -> Result<MechanismKind, String> {
@@ -169,12 +187,21 @@ pub fn run(args: Args) -> Result<()> {
     let config = SimulationConfig {
         dataset: name.clone(),
         source,
-        orgs: args.orgs.unwrap_or(default_orgs),
+        orgs: if args.rows_per_org.is_empty() {
+            args.orgs.unwrap_or(default_orgs)
+        } else {
+            args.rows_per_org.len()
+        },
         mechanism: args.mechanism,
         epsilons,
         delta: args.delta,
         lambda,
         local_lambda: None,
+        local_baseline: match args.local {
+            Baseline::Tuned => LocalBaseline::Tuned,
+            Baseline::Fixed => LocalBaseline::Fixed,
+        },
+        rows_per_org: (!args.rows_per_org.is_empty()).then(|| args.rows_per_org.clone()),
         beta: args.beta,
         trials: args.trials,
         seed: args.seed,
@@ -219,14 +246,26 @@ fn cell(s: &Summary) -> String {
 }
 
 fn print_table(s: &SimulationSummary) {
-    let lambda = if s.lambda_auto {
-        format!("auto; non-private learners {}", s.lambda)
-    } else {
-        s.lambda.to_string()
+    let lambda = match (s.lambda_auto, s.local_baseline) {
+        (true, LocalBaseline::Tuned) => "auto; non-private learners tuned".to_owned(),
+        (true, LocalBaseline::Fixed) => format!("auto; non-private learners {}", s.lambda),
+        (false, _) => s.lambda.to_string(),
     };
+    let rows = s.sizes.as_ref().map_or_else(
+        || format!("{} rows", s.rows_per_org),
+        |sizes| format!("{sizes:?} rows"),
+    );
     println!(
-        "{} — {} organisations × {} rows, {} trials, {} (λ = {lambda}, β = {}, seed {})",
-        s.dataset, s.orgs, s.rows_per_org, s.trials, s.mechanism, s.beta, s.seed
+        "{} — {} organisations × {rows}, {} trials, {} (λ = {lambda}, β = {}, seed {})",
+        s.dataset, s.orgs, s.trials, s.mechanism, s.beta, s.seed
+    );
+    println!(
+        "local and centralised: {}",
+        match s.local_baseline {
+            LocalBaseline::Tuned =>
+                "non-private, λ tuned by 5-fold cross-validation on their own rows",
+            LocalBaseline::Fixed => "non-private at the fixed λ above (the paper's baseline)",
+        }
     );
     println!(
         "centralised (all training data, non-private): {:.3}\n",

@@ -1,7 +1,8 @@
 //! Random partitions of data over organisations, and test splits (seed 001 §5).
 //!
 //! §5 places n/(M+1) points on each of the M+1 organisations at random; [`equal_partition`] does
-//! that (rows beyond K·⌊n/K⌋ are left out so that every organisation has the same size).
+//! that (rows beyond K·⌊n/K⌋ are left out so that every organisation has the same size);
+//! [`sized_partition`] gives organisations of chosen, unequal sizes.
 //! [`stratified_split`] draws the paper's balanced test sets for the real data (Breast Cancer: 85 M
 //! + 84 B; Diabetes: 84 + 84) and [`proportional_split`] a stratified fraction for other CSV files.
 
@@ -30,6 +31,16 @@ pub enum PartitionError {
         /// Rows available.
         available: usize,
     },
+    /// The sizes asked for add up to more rows than there are.
+    #[error("organisations of {sizes:?} rows need {wanted} rows, but only {rows} are available")]
+    TooManyWanted {
+        /// The sizes asked for.
+        sizes: Vec<usize>,
+        /// Their sum.
+        wanted: usize,
+        /// Rows available.
+        rows: usize,
+    },
     /// A test fraction outside (0, 1).
     #[error("test fraction must be in (0, 1), got {0}")]
     BadFraction(f64),
@@ -52,6 +63,40 @@ pub fn equal_partition<R: Rng + ?Sized>(
         .chunks_exact(per)
         .take(orgs)
         .map(|rows| data.subset(rows))
+        .collect())
+}
+
+/// Splits `data` at random into organisations of the given `sizes` (unequal organisations,
+/// e.g. a small clinic among large hospitals); rows beyond their sum are left out.
+pub fn sized_partition<R: Rng + ?Sized>(
+    data: &Dataset,
+    sizes: &[usize],
+    rng: &mut R,
+) -> Result<Vec<Dataset>, PartitionError> {
+    let wanted: usize = sizes.iter().sum();
+    if sizes.is_empty() || sizes.contains(&0) {
+        return Err(PartitionError::TooFewRows {
+            rows: data.len(),
+            orgs: sizes.len(),
+        });
+    }
+    if wanted > data.len() {
+        return Err(PartitionError::TooManyWanted {
+            sizes: sizes.to_vec(),
+            wanted,
+            rows: data.len(),
+        });
+    }
+    let mut idx: Vec<usize> = (0..data.len()).collect();
+    idx.shuffle(rng);
+    let mut start = 0;
+    Ok(sizes
+        .iter()
+        .map(|&n| {
+            let part = data.subset(&idx[start..start + n]);
+            start += n;
+            part
+        })
         .collect())
 }
 
@@ -150,5 +195,22 @@ mod tests {
         let (test, _) = proportional_split(&d, 0.1, &mut derived_rng(3, &[])).expect("ok");
         assert_eq!(test.len(), 30);
         assert!(proportional_split(&d, 1.0, &mut derived_rng(3, &[])).is_err());
+    }
+
+    #[test]
+    fn sized_partition_gives_the_sizes_asked_for_from_distinct_rows() {
+        let d = toy(103);
+        let parts = sized_partition(&d, &[5, 40, 20], &mut derived_rng(3, &[])).expect("ok");
+        let sizes: Vec<usize> = parts.iter().map(Dataset::len).collect();
+        assert_eq!(sizes, vec![5, 40, 20]);
+        let mut seen: Vec<f64> = parts.iter().flat_map(|p| p.features().to_vec()).collect();
+        seen.sort_by(f64::total_cmp);
+        seen.dedup();
+        assert_eq!(seen.len(), 65);
+        assert!(matches!(
+            sized_partition(&d, &[100, 4], &mut derived_rng(3, &[])),
+            Err(PartitionError::TooManyWanted { wanted: 104, .. })
+        ));
+        assert!(sized_partition(&d, &[3, 0], &mut derived_rng(3, &[])).is_err());
     }
 }

@@ -14,10 +14,11 @@
 //! partitions, visiting orders and noise. Every task draws from its own seed derived from
 //! (seed, trial, ε, organisation, purpose), so results are identical for any thread count.
 
+use crate::aggregate::select::tuned_logistic;
 use crate::aggregate::{AggregateError, MirrorAveraging, uniform_average};
 use crate::data::dataset::Dataset;
 use crate::data::partition::{
-    PartitionError, equal_partition, proportional_split, stratified_split,
+    PartitionError, equal_partition, proportional_split, sized_partition, stratified_split,
 };
 use crate::data::synthetic::{SyntheticSpec, generate};
 use crate::learn::classifier::LinearClassifier;
@@ -80,6 +81,12 @@ pub struct SimulationConfig {
     /// `auto`). Lets experiments ask how much the baselines depend on the regulariser while the
     /// private learners keep theirs.
     pub local_lambda: Option<f64>,
+    /// How the non-private learners choose their λ (local-only baseline, non-private exchange,
+    /// centralised).
+    pub local_baseline: LocalBaseline,
+    /// Rows of each organisation (K numbers), for organisations of unequal sizes; `None` deals
+    /// the training rows equally (seed 001 §5).
+    pub rows_per_org: Option<Vec<usize>>,
     /// Mirror-averaging temperature β.
     pub beta: f64,
     /// Number of trials.
@@ -88,6 +95,18 @@ pub struct SimulationConfig {
     pub seed: u64,
     /// Mechanism options (see [`MechanismKind::options`]).
     pub options: Options,
+}
+
+/// The regulariser of the non-private learners.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LocalBaseline {
+    /// `local_lambda`, else `lambda` (the paper's baseline: λ = 0.01 by default).
+    #[default]
+    Fixed,
+    /// λ chosen per learner by 5-fold cross-validation on its own rows
+    /// ([`crate::aggregate::select::tuned_logistic`]): what an organisation really has alone.
+    Tuned,
 }
 
 /// Why a simulation cannot run.
@@ -189,6 +208,12 @@ pub struct SimulationSummary {
     /// λ of the non-private learners when it differs from `lambda`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_lambda: Option<f64>,
+    /// How the non-private learners chose their λ (`fixed` for summaries written before).
+    #[serde(default)]
+    pub local_baseline: LocalBaseline,
+    /// Each organisation's rows when they differ (`--rows-per-org`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Vec<usize>>,
     /// β.
     pub beta: f64,
     /// Training rows per organisation.
@@ -207,6 +232,7 @@ mod purpose {
     pub const NOISE: u64 = 3;
     pub const ORDER: u64 = 4;
     pub const WITH_OWN_ORDER: u64 = 5;
+    pub const TUNE: u64 = 6;
 }
 
 /// Per-trial state shared by all ε.
@@ -242,6 +268,18 @@ fn validate(config: &SimulationConfig) -> Result<(), SimulationError> {
     }
     if config.epsilons.is_empty() {
         return bad("give at least one epsilon".into());
+    }
+    if let Some(sizes) = &config.rows_per_org
+        && sizes.len() != config.orgs
+    {
+        return bad(format!(
+            "--rows-per-org gives {} sizes for {} organisations",
+            sizes.len(),
+            config.orgs
+        ));
+    }
+    if config.local_baseline == LocalBaseline::Tuned && config.local_lambda.is_some() {
+        return bad("a tuned local baseline chooses its own lambda: drop local_lambda".into());
     }
     if let Some(l) = config.local_lambda.filter(|l| !(l.is_finite() && *l > 0.0)) {
         return bad(format!(
@@ -321,17 +359,29 @@ fn prepare_trial(
     train: &Dataset,
     test: Dataset,
 ) -> Result<Trial, SimulationError> {
-    let orgs = equal_partition(
-        train,
-        config.orgs,
-        &mut derived_rng(config.seed, &[t as u64, purpose::SPLIT, 1]),
-    )?;
-    let local_lambda = config
-        .local_lambda
-        .unwrap_or_else(|| config.lambda.non_private());
+    let mut rng = derived_rng(config.seed, &[t as u64, purpose::SPLIT, 1]);
+    let orgs = match &config.rows_per_org {
+        Some(sizes) => sized_partition(train, sizes, &mut rng)?,
+        None => equal_partition(train, config.orgs, &mut rng)?,
+    };
+    let fit = |d: &Dataset, who: u64| -> Result<LinearClassifier, SolverError> {
+        match config.local_baseline {
+            LocalBaseline::Fixed => {
+                let lambda = config
+                    .local_lambda
+                    .unwrap_or_else(|| config.lambda.non_private());
+                Ok(fit_logistic(d, lambda)?.classifier())
+            }
+            LocalBaseline::Tuned => {
+                let seed = derive_seed(config.seed, &[t as u64, who, purpose::TUNE]);
+                Ok(tuned_logistic(d, 5, seed)?.0)
+            }
+        }
+    };
     let local: Vec<LinearClassifier> = orgs
         .iter()
-        .map(|d| fit_logistic(d, local_lambda).map(|f| f.classifier()))
+        .enumerate()
+        .map(|(m, d)| fit(d, m as u64))
         .collect::<Result<_, _>>()?;
     let local_accuracy = local.iter().map(|c| c.accuracy(&test)).collect();
     let ma = MirrorAveraging::new(config.beta)?;
@@ -346,9 +396,7 @@ fn prepare_trial(
         })
         .collect::<Result<_, SimulationError>>()?;
     let all = Dataset::concat(&orgs);
-    let centralised_accuracy = fit_logistic(&all, local_lambda)?
-        .classifier()
-        .accuracy(&test);
+    let centralised_accuracy = fit(&all, u64::MAX)?.accuracy(&test);
     Ok(Trial {
         index: t,
         test,
@@ -495,6 +543,8 @@ fn summarise(
         lambda: config.lambda.non_private(),
         lambda_auto: config.lambda.is_auto(),
         local_lambda: config.local_lambda,
+        local_baseline: config.local_baseline,
+        sizes: config.rows_per_org.clone(),
         beta: config.beta,
         rows_per_org: trials.first().map_or(0, |t| t.orgs[0].len()),
         centralised_accuracy: Summary::of(
@@ -535,6 +585,8 @@ mod tests {
             delta: 0.0,
             lambda: Lambda::Fixed(0.01),
             local_lambda: None,
+            local_baseline: LocalBaseline::Fixed,
+            rows_per_org: None,
             beta: 3.0,
             trials: 3,
             seed,

@@ -156,6 +156,8 @@ impl Setup {
             delta,
             lambda: Lambda::Fixed(self.lambda),
             local_lambda: self.local_lambda,
+            local_baseline: dpagg_shared::simulation::LocalBaseline::Fixed,
+            rows_per_org: None,
             beta: 3.0,
             trials: self.trials,
             seed: self.seed,
