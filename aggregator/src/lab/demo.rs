@@ -50,8 +50,8 @@ pub struct Args {
     /// δ of every node's release (0: pure ε-DP).
     #[arg(long, default_value_t = 0.0)]
     delta: f64,
-    /// Regulariser λ of every learner: `auto` (a function of n, d, ε and the mechanism; the
-    /// local baseline then takes 0.01) or a number (also the local baseline's).
+    /// Regulariser λ of the nodes' learners: `auto` (a function of n, d, ε and the mechanism)
+    /// or a number. The aggregator's local model chooses its own λ by cross-validation.
     #[arg(long, default_value = "auto")]
     lambda: Lambda,
     /// Mechanism option name=value (repeat), e.g. --option steps=500 for dp-sgd.

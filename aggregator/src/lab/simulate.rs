@@ -45,8 +45,9 @@ pub struct Args {
     /// Comma-separated privacy levels [default: 0.1,0.3,…,1.9 for synthetic (Fig. 3), 0.3,0.5,1,1.5,2,2.5,3 otherwise].
     #[arg(long, value_delimiter = ',')]
     epsilon: Vec<f64>,
-    /// L2 regulariser λ: `auto` (a function of n, d, ε and the mechanism; the non-private
-    /// learners take 0.01) or a number for every learner (seed 001 §5.1 uses 0.01).
+    /// L2 regulariser λ of the private learners: `auto` (a function of n, d, ε and the
+    /// mechanism) or a number (seed 001 §5.1 uses 0.01); with `--local fixed` also the
+    /// non-private learners' (0.01 when `auto`).
     #[arg(long, default_value = "auto")]
     lambda: Lambda,
     /// Mirror-averaging temperature β (seed 001 §5 uses 3; eq. 19 needs β ≥ e).
