@@ -18,6 +18,7 @@ use dpagg_shared::privacy::accounting::ledger::{Composition, RelationSpend};
 use dpagg_shared::privacy::guarantee::{Assumptions, NeighbourRelation, PrivacyGuarantee};
 use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};
 use dpagg_shared::privacy::release::{PublishedLearner, Release, ReleaseMetadata};
+use dpagg_shared::util::num::Num;
 use dpagg_shared::util::time::rfc3339;
 
 /// The legacy parameter that marked unproven releases before `ReleaseMetadata.proven`.
@@ -128,7 +129,7 @@ impl TryFrom<pb::LearnerSpec> for LearnerSpec {
             (true, l) => {
                 return Err(WireError::Invalid {
                     field: "lambda",
-                    value: l.to_string(),
+                    value: Num(l).to_string(),
                     requirement: "must be 0 (unset) when lambda_auto is true",
                 });
             }
@@ -361,8 +362,14 @@ mod tests {
             lambda: 0.5,
             ..wire
         };
-        let e = LearnerSpec::try_from(both).expect_err("auto and a number");
+        let e = LearnerSpec::try_from(both.clone()).expect_err("auto and a number");
         assert!(e.to_string().contains("lambda_auto"), "{e}");
+        let huge = pb::LearnerSpec {
+            lambda: 1e308,
+            ..both
+        };
+        let e = LearnerSpec::try_from(huge).expect_err("auto and a number");
+        assert!(e.to_string().starts_with("`lambda` = 1e308:"), "{e}");
     }
 
     #[test]

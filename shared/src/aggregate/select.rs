@@ -208,6 +208,12 @@ fn complement(n: usize, held_out: &[usize]) -> Vec<usize> {
     (0..n).filter(|&i| out[i]).collect()
 }
 
+/// The folds that choose λ (one assignment per seed, shared by the local model and the
+/// stackers).
+fn tuning_folds(data: &Dataset, k: usize, seed: u64) -> Vec<Vec<usize>> {
+    stratified_folds(data.labels(), k, &mut derived_rng(seed, &[10]))
+}
+
 /// The λ of [`LAMBDA_GRID`] with the smallest held-out logistic loss over `folds` (the larger
 /// λ on ties).
 fn cv_lambda(data: &Dataset, folds: &[Vec<usize>]) -> Result<f64, SolverError> {
@@ -236,8 +242,7 @@ pub fn tuned_logistic(
     k: usize,
     seed: u64,
 ) -> Result<(LinearClassifier, f64), SolverError> {
-    let folds = stratified_folds(data.labels(), k.max(2), &mut derived_rng(seed, &[10]));
-    let lambda = cv_lambda(data, &folds)?;
+    let lambda = cv_lambda(data, &tuning_folds(data, k.max(2), seed))?;
     Ok((fit_logistic(data, lambda)?.classifier(), lambda))
 }
 
@@ -374,7 +379,7 @@ pub fn choose_final(
             folds: k,
         });
     }
-    let tuning = stratified_folds(train.labels(), k, &mut derived_rng(config.seed, &[10]));
+    let tuning = tuning_folds(train, k, config.seed);
     let local_lambda = cv_lambda(train, &tuning)?;
     let u = directions(experts);
     let stacker_lambda = |own: bool| {
