@@ -11,9 +11,20 @@ writes into OUT:
     shards/aggregator.csv     the aggregating organisation's own training rows
     shards/test.csv           its test rows (the paper's stratified test set)
     config/node.toml          the nodes' shared settings and privacy policy
-    config/aggregator.toml    the aggregator's settings (endpoints http://org-K:50051)
+    config/aggregator.toml    the aggregator's settings (endpoints https://org-K:50051)
     config/schema.toml        the public schema everyone agrees on
+    federation/               a development CA and one identity folder per organisation
+                              (`dpagg-node certs init`): org-K/ is mounted into org-K's
+                              containers only, aggregator/ and public-keys/ into the aggregator's
     report/                   where the aggregator writes report.json and report.html
+
+Every connection is mutual TLS: each organisation has a certificate naming dpagg://org/<id> (and
+its compose host name), every release is signed by its node and checked by the aggregator, and
+the report is signed (check it with `dpagg-aggregator verify report/report.json --signing-keys
+federation/public-keys`). The containers run as the unprivileged user 65532, so the simulation's
+private keys are made readable (0644) for it: fine for a simulation on one machine, never for real
+keys (on Kubernetes they are Secrets mounted for the pod's user only). --insecure generates the
+old plain-text simulation instead.
 
 The split follows seed 001 §5.2 and `dpagg-aggregator demo`: a class-stratified test set of the
 paper's size (Diabetes 84 pos + 84 neg, Breast Cancer 85 M + 84 B), then the remaining rows shuffled
@@ -34,6 +45,7 @@ import io
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tomllib
 
@@ -124,6 +136,8 @@ def compose_file(args, command_line):
         "",
         "services:",
     ]
+    health = ["--identity", "/identity"] if not args.insecure else ["--insecure"]
+    health_args = "".join(f', "{a}"' for a in health)
     for k in range(1, args.orgs + 1):
         org = f"org-{k}"
         mounts = [
@@ -132,6 +146,8 @@ def compose_file(args, command_line):
             f"      - ./shards/{org}.csv:/data/shard.csv:ro",
             f"      - {org}-state:/state",
         ]
+        if not args.insecure:
+            mounts.append(f"      - ./federation/{org}:/identity:ro")
         out += [
             f"  {org}-publish:  # {org}'s operator releases one learner (charged once to its ledger)",
             "    image: ${DPAGG_NODE_IMAGE:-dpagg-node:latest}",
@@ -156,7 +172,7 @@ def compose_file(args, command_line):
             f"      {org}-publish:",
             "        condition: service_completed_successfully",
             "    healthcheck:  # the gRPC health service; scratch images have no shell",
-            f'      test: ["CMD", "/dpagg-node", "health", "--addr", "127.0.0.1:{PORT}", "--timeout", "3"]',
+            f'      test: ["CMD", "/dpagg-node", "health", "--addr", "127.0.0.1:{PORT}", "--timeout", "3"{health_args}]',
             "      interval: 2s",
             "      timeout: 5s",
             "      retries: 30",
@@ -172,6 +188,14 @@ def compose_file(args, command_line):
         "      - ./shards/aggregator.csv:/data/own.csv:ro",
         "      - ./shards/test.csv:/data/test.csv:ro",
         "      - ./report:/report",
+        *(
+            []
+            if args.insecure
+            else [
+                "      - ./federation/aggregator:/identity:ro",
+                "      - ./federation/public-keys:/public-keys:ro",
+            ]
+        ),
         "    depends_on:",
     ]
     for k in range(1, args.orgs + 1):
@@ -182,8 +206,14 @@ def compose_file(args, command_line):
 
 
 def node_toml(args):
+    transport = (
+        "insecure = true                   # plain text (generate.py --insecure)"
+        if args.insecure
+        else 'identity = "/identity"          # org-K\'s own identity folder: mutual TLS, signed releases'
+    )
     return f"""# Settings shared by every simulated node; each container sets DPAGG_ORGANISATION_ID.
 # Any key can be overridden per node with a flag or a DPAGG_* environment variable.
+{transport}
 listen = "0.0.0.0:{PORT}"
 data = "/data/shard.csv"          # the node's own shard, the only data file mounted into it
 schema = "/config/schema.toml"
@@ -198,8 +228,16 @@ allow_remote_publish = false      # only the node's operator (org-K-publish) rel
 
 
 def aggregator_toml(args):
-    nodes = ", ".join(f'"http://org-{k}:{PORT}"' for k in range(1, args.orgs + 1))
+    scheme = "http" if args.insecure else "https"
+    nodes = ", ".join(f'"{scheme}://org-{k}:{PORT}"' for k in range(1, args.orgs + 1))
+    transport = (
+        "insecure = true                   # plain text (generate.py --insecure)"
+        if args.insecure
+        else 'identity = "/identity"          # the aggregator\'s identity folder (mutual TLS, signs the report)\n'
+        'signing_keys = "/public-keys"    # the organisations\' public signing keys'
+    )
     return f"""# The aggregating organisation (organisation 0 of the split).
+{transport}
 data = "/data/own.csv"
 test_file = "/data/test.csv"
 schema = "/config/schema.toml"
@@ -222,6 +260,29 @@ backoff_ms = 200
 beta = 3.0
 seed = {args.seed}
 """
+
+
+def federation(args, out):
+    """A development CA and identity folders for org-1 … org-N and the aggregator."""
+    if not os.access(args.node_binary, os.X_OK):
+        fail(
+            f"{args.node_binary}: no dpagg-node binary to make certificates with (run "
+            "deploy/build-images.sh or `cargo build --release -p dpagg-node` first, or --node-binary)"
+        )
+    orgs = ",".join([*(f"org-{k}" for k in range(1, args.orgs + 1)), "aggregator"])
+    fed = os.path.join(out, "federation")
+    done = subprocess.run(
+        [args.node_binary, "certs", "init", "--out", fed, "--org", orgs],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        fail(f"dpagg-node certs init failed: {done.stderr.strip()}")
+    # The containers run as user 65532: let it read the simulation's keys (never do this with
+    # real keys). The CA's key stays private: no container needs it.
+    for org in orgs.split(","):
+        for name in ("key.pem", "signing.key"):
+            os.chmod(os.path.join(fed, org, name), 0o644)
 
 
 def main():
@@ -247,6 +308,16 @@ def main():
     )
     p.add_argument("--budget", type=float, default=10.0, help="each node's total ε (default 10)")
     p.add_argument("--seed", type=int, default=1, help="seed of the data split (default 1)")
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="plain text: no certificates, unsigned releases (default: mutual TLS)",
+    )
+    p.add_argument(
+        "--node-binary",
+        default=os.path.join(REPO, "target", "release", "dpagg-node"),
+        help="dpagg-node, to make the federation's certificates (default: target/release/dpagg-node)",
+    )
     p.add_argument(
         "--out",
         default="sim",
@@ -291,10 +362,14 @@ def main():
     os.chmod(os.path.join(out, "config/schema.toml"), 0o644)
     write("config/node.toml", node_toml(args))
     write("config/aggregator.toml", aggregator_toml(args))
+    shutil.rmtree(os.path.join(out, "federation"), ignore_errors=True)
+    if not args.insecure:
+        federation(args, out)
     command_line = (
         f"deploy/generate.py --orgs {args.orgs} --dataset {args.dataset} --epsilon {number(args.epsilon)}"
         f" --delta {number(args.delta)} --mechanism {args.mechanism} --lambda {args.lambda_}"
         f" --budget {number(args.budget)} --seed {args.seed}"
+        + (" --insecure" if args.insecure else "")
     )
     write("docker-compose.yml", compose_file(args, command_line))
     print(

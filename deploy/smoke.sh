@@ -4,8 +4,10 @@
 #   1. builds the release binaries (cargo) and the two images offline (deploy/build-images.sh);
 #   2. generates 3 organisations (deploy/generate.py) and checks that deploy/docker-compose.yml is
 #      the generator's current output;
-#   3. `up -d`: publishers, nodes (healthy via the gRPC health service), then the aggregator, which
-#      runs once and writes report.json into the mounted report folder; checks the report;
+#   3. `up -d`: publishers, nodes (healthy via the gRPC health service over mutual TLS), then the
+#      aggregator, which runs once and writes report.json into the mounted report folder; checks
+#      the report (every node's certificate identity and signature) and verifies it offline with
+#      `dpagg-aggregator verify`;
 #   4. restarts org-1 and checks that its ledger (release id, spent ε) survived;
 #   5. stops org-2, runs the aggregator again and checks that org-2 is excluded and the others are
 #      included with the same releases as before;
@@ -117,6 +119,8 @@ for n in r["nodes"]:
         check(n["organisation_id"] == host, f"{host}: organisation_id {n['organisation_id']!r}")
         check(isinstance(n["accuracy"], (int, float)) and 0 <= n["accuracy"] <= 1, f"{host}: accuracy {n['accuracy']!r}")
         check(n["epsilon"] == 1.0, f"{host}: ε = {n['epsilon']}")
+        check(n.get("certificate_identity") == host, f"{host}: certificate identity {n.get('certificate_identity')!r} (TLS off?)")
+        check((n.get("signature") or {}).get("organisation_id") == host, f"{host}: signature {n.get('signature')!r}")
         if n["endpoint"] in before:
             check(n["release_id"] == before[n["endpoint"]]["release_id"],
                   f"{host}: release {n['release_id']} differs from the first run's {before[n['endpoint']]['release_id']}")
@@ -129,8 +133,11 @@ print(f"   {path}: {r['included']} included, {r['excluded']} excluded"
       + f"; local baseline {r['local_baseline_accuracy']:.3f}, mirror averaging {r['mirror_averaged_accuracy']:.3f}")
 PY
 }
-say "checking the report: all $orgs nodes included, accuracies present"
+say "checking the report: all $orgs nodes included over mutual TLS, signed, accuracies present"
 check_report "$sim/report/report.json" - || die "report check failed"
+say "verifying the report offline (dpagg-aggregator verify)"
+target/release/dpagg-aggregator verify "$sim/report/report.json" --signing-keys "$sim/federation/public-keys" \
+  | sed 's/^/   | /' || die "the report does not verify"
 
 ledger() { compose exec -T org-1 /dpagg-node ledger; }
 wait_healthy() {

@@ -67,17 +67,19 @@ node="$repo/target/release/dpagg-node"
 "$repo/deploy/generate.py" --orgs 3 --out "$work/sim" >/dev/null
 # The manifests' paths (/data, /state, /report) are container paths: flags point them here.
 cfg="$work/dpagg-node-config"
+fed="$work/sim/federation"   # what the Secrets hold (deploy/generate.py ran dpagg-node certs init)
 "$node" publish --config "$cfg/node.toml" --organisation-id org-1 --data "$work/sim/shards/org-1.csv" \
-  --schema "$cfg/schema.toml" --state-dir "$work/state" --epsilon 1 --delta 0 --lambda 0.01
+  --schema "$cfg/schema.toml" --state-dir "$work/state" --identity "$fed/org-1" --epsilon 1 --delta 0 --lambda 0.01
 "$node" serve --config "$cfg/node.toml" --organisation-id org-1 --data "$work/sim/shards/org-1.csv" \
-  --schema "$cfg/schema.toml" --state-dir "$work/state" --listen 127.0.0.1:0 >"$work/serve.log" 2>&1 &
+  --schema "$cfg/schema.toml" --state-dir "$work/state" --identity "$fed/org-1" --listen 127.0.0.1:0 >"$work/serve.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 50); do grep -q 'listening on' "$work/serve.log" && break; sleep 0.1; done
 addr="$(sed -n 's/^dpagg-node listening on //p' "$work/serve.log")"
 [ -n "$addr" ] || { cat "$work/serve.log" >&2; echo "validate.sh: the node did not start" >&2; exit 1; }
-"$node" health --addr "$addr"
+"$node" health --addr "$addr" --identity "$fed/org-1"   # the probe's command
 "$repo/target/release/dpagg-aggregator" run --config "$work/dpagg-aggregator-config/aggregator.toml" \
   --data "$work/sim/shards/aggregator.csv" --schema "$work/dpagg-aggregator-config/schema.toml" --test-file "$work/sim/shards/test.csv" --out "$work/report" \
-  --node "http://$addr" >"$work/run.log"
+  --identity "$fed/aggregator" --signing-keys "$fed/public-keys" --node "https://$addr" >"$work/run.log"
 grep -q '1 included, 0 excluded' "$work/run.log" || { cat "$work/run.log" >&2; exit 1; }
-echo "k8s configuration accepted: org-1 published and served with node.toml, the aggregator ran with aggregator.toml (1 included)"
+"$repo/target/release/dpagg-aggregator" verify "$work/report/report.json" --signing-keys "$fed/public-keys"
+echo "k8s configuration accepted: org-1 published and served with node.toml over mutual TLS, the aggregator ran with aggregator.toml (1 included, signed report verified)"

@@ -7,6 +7,14 @@
 //! data = "hospital-a.csv"             # relative paths are relative to this file
 //! schema = "diabetes.schema.toml"
 //! state_dir = "state"
+//! identity = "federation/hospital-a"  # ca.pem, cert.pem, key.pem, signing.key (dpagg-node certs)
+//! insecure = false                    # true: plain text, no identities, unsigned (logs a warning)
+//!
+//! [access]                            # identities are certificate names (dpagg://org/<id>)
+//! read = ["*"]                        # Describe, ListLearners, GetLearner; "*": any federation member
+//! write = ["*"]                       # PublishLearner (also needs policy.allow_remote_publish)
+//! publish_per_minute = 10             # per client
+//! reflection = false                  # gRPC server reflection
 //!
 //! [policy]
 //! epsilon_total = 10.0                # replace-one; see dpagg_shared::privacy::accounting::ledger
@@ -21,6 +29,8 @@
 //! defaults, and each default is written once, in its argument. Errors name where the bad value
 //! came from (the file, the flag or the variable; see [`dpagg_shared::cli::settings`]).
 
+use crate::access::{ANY, AccessPolicy};
+use crate::tls::check_organisation_id;
 use clap::ArgMatches;
 use dpagg_shared::cli::{ConfigError, FileSettings, Layers, Setting};
 use dpagg_shared::privacy::accounting::admission::BUDGET_SLACK;
@@ -56,10 +66,54 @@ pub struct Settings {
     /// Folder for the node's database (releases and privacy ledger).
     #[arg(long, env = "DPAGG_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Identity folder: ca.pem, cert.pem, key.pem and signing.key (see `dpagg-node certs`).
+    #[arg(long, env = "DPAGG_IDENTITY")]
+    pub identity: Option<PathBuf>,
+    /// Serve plain text: no TLS, no client identities, unsigned releases (development only; a
+    /// warning is logged at every start).
+    #[arg(long, env = "DPAGG_INSECURE", num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    pub insecure: Option<bool>,
+    /// Who may call what: flags of their own, `[access]` in the file.
+    #[command(flatten)]
+    #[serde(default)]
+    pub access: AccessSettings,
     /// The privacy policy: flags of their own, `[policy]` in the file.
     #[command(flatten)]
     #[serde(default)]
     pub policy: PolicySettings,
+}
+
+/// The `[access]` settings.
+#[derive(Debug, Default, Clone, Deserialize, clap::Args)]
+#[serde(deny_unknown_fields)]
+#[command(next_help_heading = "Access")]
+pub struct AccessSettings {
+    /// Identities allowed to read (Describe, ListLearners, GetLearner); `*`: any [default: *].
+    #[arg(long = "read-allow", env = "DPAGG_READ_ALLOW", value_delimiter = ',')]
+    pub read: Option<Vec<String>>,
+    /// Identities allowed to call PublishLearner; `*`: any [default: *].
+    #[arg(long = "write-allow", env = "DPAGG_WRITE_ALLOW", value_delimiter = ',')]
+    pub write: Option<Vec<String>>,
+    /// PublishLearner requests per client and minute.
+    #[arg(
+        long,
+        env = "DPAGG_PUBLISH_PER_MINUTE",
+        default_value = "10",
+        allow_negative_numbers = true
+    )]
+    pub publish_per_minute: Option<u32>,
+    /// Serve gRPC server reflection (off unless enabled).
+    #[arg(long, env = "DPAGG_REFLECTION", num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    pub reflection: Option<bool>,
+}
+
+/// How a node talks to its clients.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// Mutual TLS with the identity folder at this path.
+    Tls(PathBuf),
+    /// Plain text (`--insecure`).
+    Insecure,
 }
 
 /// The `[policy]` settings.
@@ -165,6 +219,11 @@ pub struct NodeConfig {
     pub schema: PathBuf,
     /// State folder.
     pub state_dir: PathBuf,
+    /// TLS or plain text; `None` when neither an identity nor `insecure` is given (only
+    /// `serve` needs one: see [`NodeConfig::transport`]).
+    pub transport: Option<Transport>,
+    /// Allow-lists, rate limit, reflection.
+    pub access: AccessPolicy,
     /// Privacy policy.
     pub policy: Policy,
 }
@@ -175,7 +234,12 @@ impl FileSettings for Settings {
     }
 
     fn paths(&mut self) -> Vec<&mut Option<PathBuf>> {
-        vec![&mut self.data, &mut self.schema, &mut self.state_dir]
+        vec![
+            &mut self.data,
+            &mut self.schema,
+            &mut self.state_dir,
+            &mut self.identity,
+        ]
     }
 }
 
@@ -185,8 +249,11 @@ impl Settings {
     pub fn resolve(self, matches: &ArgMatches) -> Result<NodeConfig, ConfigError> {
         let mut l = Layers::read(self, matches)?;
         let id = l.require("organisation_id", |s| s.organisation_id.take())?;
-        if id.value.trim().is_empty() {
-            return Err(id.invalid(format!("{:?}", id.value), "non-empty"));
+        if check_organisation_id(&id.value).is_err() {
+            return Err(id.invalid(
+                format!("{:?}", id.value),
+                "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+            ));
         }
         let listen = l.require("listen", |s| s.listen.take())?;
         let address = listen
@@ -199,9 +266,76 @@ impl Settings {
             data: l.require("data", |s| s.data.take())?.value,
             schema: l.require("schema", |s| s.schema.take())?.value,
             state_dir: l.require("state_dir", |s| s.state_dir.take())?.value,
+            transport: resolve_transport(&mut l)?,
+            access: resolve_access(&mut l)?,
             policy: resolve_policy(&mut l)?,
         })
     }
+}
+
+fn resolve_transport(l: &mut Layers<'_, Settings>) -> Result<Option<Transport>, ConfigError> {
+    let insecure = l.require("insecure", |s| s.insecure.take())?;
+    match (l.get("identity", |s| s.identity.take()), insecure.value) {
+        (Some(_), true) => Err(insecure.invalid(
+            "true",
+            "false when `identity` is set (TLS and --insecure exclude each other)",
+        )),
+        (Some(dir), false) => Ok(Some(Transport::Tls(dir.value))),
+        (None, true) => Ok(Some(Transport::Insecure)),
+        (None, false) => Ok(None),
+    }
+}
+
+/// `serve` without an identity folder and without `--insecure`.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error(
+    "missing `identity`: give the organisation's identity folder with --identity DIR, \
+     $DPAGG_IDENTITY or `identity` in the config file (`dpagg-node certs init` makes one), \
+     or serve plain text with --insecure"
+)]
+pub struct NoTransport;
+
+impl NodeConfig {
+    /// How to serve: TLS with the identity folder, or plain text when asked for explicitly.
+    pub fn transport(&self) -> Result<&Transport, NoTransport> {
+        self.transport.as_ref().ok_or(NoTransport)
+    }
+}
+
+fn resolve_access(l: &mut Layers<'_, Settings>) -> Result<AccessPolicy, ConfigError> {
+    let defaults = AccessPolicy::default();
+    let mut list = |key: &'static str, field: fn(&mut Settings) -> Option<Vec<String>>| match l
+        .get(key, field)
+    {
+        None => Ok(vec![ANY.to_owned()]),
+        Some(s) => {
+            if let Some(bad) = s
+                .value
+                .iter()
+                .find(|v| v.as_str() != ANY && check_organisation_id(v).is_err())
+            {
+                return Err(s.invalid(
+                    format!("{bad:?}"),
+                    "organisation ids (as in their certificates) or \"*\"",
+                ));
+            }
+            Ok(s.value)
+        }
+    };
+    let read = list("access.read", |s| s.access.read.take())?;
+    let write = list("access.write", |s| s.access.write.take())?;
+    Ok(AccessPolicy {
+        read,
+        write,
+        publish_per_minute: l
+            .get("access.publish_per_minute", |s| {
+                s.access.publish_per_minute.take()
+            })
+            .map_or(defaults.publish_per_minute, |s| s.value),
+        reflection: l
+            .get("access.reflection", |s| s.access.reflection.take())
+            .is_some_and(|s| s.value),
+    })
 }
 
 fn resolve_policy(l: &mut Layers<'_, Settings>) -> Result<Policy, ConfigError> {

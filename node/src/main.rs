@@ -6,6 +6,7 @@
 //! - `check`: validate a CSV against the public schema (nothing is released).
 //! - `split`: deal one CSV's rows over organisations (for trying dpagg by hand).
 //! - `health`: ask a running node whether it is serving (for container health checks).
+//! - `certs`: a development CA and identity folders (TLS certificates and signing keys).
 //!
 //! Logging, settings and the exit path are `dpagg_shared::cli`: errors are one line on stderr
 //! with a non-zero exit status; output goes through [`Out`], so a reader that goes away
@@ -19,6 +20,8 @@ use dpagg_node::lock::ServeLock;
 use dpagg_node::node::Node;
 use dpagg_node::split::split_csv;
 use dpagg_node::store::Store;
+use dpagg_node::tls::IdentityDir;
+use dpagg_node::transport::Security;
 use dpagg_shared::cli::{self, Out, exit::is_stdout_closed};
 use dpagg_shared::data::csv::load_csv;
 use dpagg_shared::data::schema::Schema;
@@ -92,7 +95,97 @@ enum Command {
         /// Seconds to wait for an answer.
         #[arg(long, default_value_t = 5)]
         timeout: u64,
+        /// Identity folder to connect with (mutual TLS; the node's own folder will do).
+        #[arg(long, env = "DPAGG_IDENTITY", conflicts_with = "insecure")]
+        identity: Option<PathBuf>,
+        /// Connect in plain text (to a node serving --insecure).
+        #[arg(long, env = "DPAGG_INSECURE")]
+        insecure: bool,
     },
+    /// Certificates for a federation: a development CA and identity folders.
+    #[command(subcommand)]
+    Certs(Certs),
+}
+
+/// `dpagg-node certs …`.
+#[derive(Debug, Subcommand)]
+enum Certs {
+    /// Create a CA in OUT/ca and an identity folder OUT/ORG for each organisation.
+    Init {
+        /// Folder to create (refused if OUT/ca exists: keys are never overwritten).
+        #[arg(long)]
+        out: PathBuf,
+        /// Organisations (comma-separated or repeated), e.g. hospital-a,hospital-b,aggregator.
+        #[arg(long = "org", value_delimiter = ',', required = true)]
+        orgs: Vec<String>,
+        /// Extra host names or IP addresses the nodes are dialled by (comma-separated).
+        #[arg(long = "host", value_delimiter = ',')]
+        hosts: Vec<String>,
+        /// Days the organisations' certificates are valid.
+        #[arg(long, default_value_t = 365)]
+        days: u32,
+    },
+    /// Issue an identity folder OUT/ORG with an existing CA.
+    Issue {
+        /// The CA folder (ca.pem and ca.key), e.g. federation/ca.
+        #[arg(long)]
+        ca: PathBuf,
+        /// Folder under which ORG/ and public-keys/ORG.pub are written.
+        #[arg(long)]
+        out: PathBuf,
+        /// The organisation.
+        #[arg(long = "org")]
+        org: String,
+        /// Extra host names or IP addresses (comma-separated).
+        #[arg(long = "host", value_delimiter = ',')]
+        hosts: Vec<String>,
+        /// Days the certificate is valid.
+        #[arg(long, default_value_t = 365)]
+        days: u32,
+        /// Start of validity (RFC 3339, e.g. 2020-01-01T00:00:00Z) [default: an hour ago].
+        #[arg(long, value_parser = parse_time)]
+        not_before: Option<time::OffsetDateTime>,
+    },
+}
+
+fn parse_time(s: &str) -> Result<time::OffsetDateTime, String> {
+    humantime::parse_rfc3339(s)
+        .map(time::OffsetDateTime::from)
+        .map_err(|e| format!("{e} (e.g. 2020-01-01T00:00:00Z)"))
+}
+
+fn certs(command: Certs, out: &mut Out) -> Result<()> {
+    use dpagg_node::certs::{Validity, init, issue};
+    let dirs = match command {
+        Certs::Init {
+            out: folder,
+            orgs,
+            hosts,
+            days,
+        } => init(&folder, &orgs, &hosts, Validity::days_from_now(days))?,
+        Certs::Issue {
+            ca,
+            out: folder,
+            org,
+            hosts,
+            days,
+            not_before,
+        } => {
+            let validity = not_before.map_or_else(
+                || Validity::days_from_now(days),
+                |start| Validity::from(start, days),
+            );
+            vec![issue(&ca, &org, &folder, &hosts, validity)?]
+        }
+    };
+    for d in dirs {
+        writeln!(
+            out,
+            "{}: ca.pem cert.pem key.pem signing.key signing.pub",
+            d.display()
+        )?;
+    }
+    Ok(())
 }
 
 fn check(data: PathBuf, schema: PathBuf, out: &mut Out) -> Result<()> {
@@ -180,6 +273,11 @@ fn announce(out: &mut Out, addr: SocketAddr) -> Result<()> {
 }
 
 fn serve(config: NodeConfig, out: &mut Out) -> Result<()> {
+    let security = Security::load(
+        config.transport()?,
+        &config.organisation_id,
+        config.access.clone(),
+    )?;
     let _lock = ServeLock::acquire(&config.state_dir, &config.organisation_id)?;
     let node = Arc::new(Node::load(&config)?);
     runtime()?.block_on(async move {
@@ -201,7 +299,7 @@ fn serve(config: NodeConfig, out: &mut Out) -> Result<()> {
             tokio::time::sleep(std::time::Duration::from_secs(10)).await;
         };
         tokio::select! {
-            r = dpagg_node::transport::serve(listener, node, signal) => r?,
+            r = dpagg_node::transport::serve(listener, node, security, signal) => r?,
             () = grace => tracing::warn!("clients still connected 10 s after the signal; exiting"),
         }
         Ok(())
@@ -319,18 +417,30 @@ fn ledger(config: NodeConfig, out: &mut Out) -> Result<()> {
     Ok(())
 }
 
-fn health(addr: String, timeout: u64, out: &mut Out) -> Result<()> {
+fn health(addr: String, timeout: u64, identity: Option<PathBuf>, out: &mut Out) -> Result<()> {
     use tonic_health::pb::health_check_response::ServingStatus;
     use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
+    let tls = identity
+        .map(|dir| IdentityDir::load(&dir)?.client())
+        .transpose()?;
     runtime()?.block_on(async move {
-        let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-            .with_context(|| format!("invalid address {addr}"))?
-            .connect_timeout(std::time::Duration::from_secs(timeout))
-            .timeout(std::time::Duration::from_secs(timeout));
-        let channel = endpoint
-            .connect()
-            .await
-            .with_context(|| format!("cannot reach a node at {addr}"))?;
+        let wait = std::time::Duration::from_secs(timeout);
+        let channel = match tls {
+            Some(tls) => {
+                let url = format!("https://{addr}");
+                tls.connect(&url, |e| e.connect_timeout(wait).timeout(wait))
+                    .await
+                    .with_context(|| format!("cannot reach a node at {url}"))?
+                    .0
+            }
+            None => tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+                .with_context(|| format!("invalid address {addr}"))?
+                .connect_timeout(wait)
+                .timeout(wait)
+                .connect()
+                .await
+                .with_context(|| format!("cannot reach a node at {addr}"))?,
+        };
         let status = HealthClient::new(channel)
             .check(HealthCheckRequest {
                 service: "dpagg.v1.OrganisationNode".into(),
@@ -381,7 +491,21 @@ fn run(command: Command, matches: &ArgMatches, out: &mut Out) -> Result<()> {
             }
             Ok(())
         }
-        Command::Health { addr, timeout } => health(addr, timeout, out),
+        Command::Health {
+            addr,
+            timeout,
+            identity,
+            insecure,
+        } => {
+            if identity.is_none() && !insecure {
+                bail!(
+                    "give the identity folder to connect with (--identity DIR or \
+                     $DPAGG_IDENTITY), or --insecure for a plain-text node"
+                );
+            }
+            health(addr, timeout, identity, out)
+        }
+        Command::Certs(command) => certs(command, out),
     }
 }
 

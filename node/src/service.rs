@@ -1,16 +1,24 @@
 //! The `dpagg.v1.OrganisationNode` gRPC service over a [`Node`].
 //!
+//! Every RPC first identifies the caller and checks it against the access policy
+//! ([`crate::access`]); every release is served signed by the organisation's key when the node
+//! has one (always, with TLS), deterministically, so the same release is the same bytes on every
+//! request.
+//!
 //! Blocking work (SQLite, training) runs on Tokio's blocking pool. Errors become typed statuses;
 //! a status never carries a number computed from the data: mechanism and store failures whose
 //! messages could (a row norm, a gradient norm) are logged locally and sent as `INTERNAL`.
 
+use crate::access::{Caller, Gate, Rpc, audit_publish};
 use crate::node::{Node, budget_policy};
 use crate::store::PublishError;
 use dpagg_proto::convert::{self, WireError};
+use dpagg_proto::signature::SigningKey;
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::organisation_node_server::OrganisationNode;
 use dpagg_shared::privacy::accounting::admission::Refusal;
 use dpagg_shared::privacy::mechanism::{GibbsError, LearnerSpec, MechanismError};
+use dpagg_shared::privacy::release::PublishedLearner;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
@@ -18,12 +26,37 @@ use tonic::{Request, Response, Status};
 #[derive(Debug, Clone)]
 pub struct NodeService {
     node: Arc<Node>,
+    gate: Arc<Gate>,
+    signer: Option<Arc<SigningKey>>,
 }
 
 impl NodeService {
-    /// Serves `node`.
-    pub fn new(node: Arc<Node>) -> Self {
-        Self { node }
+    /// Serves `node` to the callers `gate` admits, signing releases with `signer`.
+    pub fn new(node: Arc<Node>, gate: Gate, signer: Option<Arc<SigningKey>>) -> Self {
+        Self {
+            node,
+            gate: Arc::new(gate),
+            signer,
+        }
+    }
+
+    /// The caller of `request`, if the access policy lets it call `rpc`.
+    fn admit<T>(&self, request: &Request<T>, rpc: Rpc) -> Result<Caller, Status> {
+        let caller = Caller::of(request)?;
+        self.gate.admit(&caller, rpc)?;
+        Ok(caller)
+    }
+
+    /// A stored release as served: converted and signed.
+    fn served(&self, release: &PublishedLearner) -> Result<pb::PrivateLearner, Status> {
+        let mut learner = pb::PrivateLearner::from(release);
+        if let Some(key) = &self.signer {
+            learner.signature = Some(
+                key.sign(&self.node.organisation_id, &learner)
+                    .map_err(|e| internal("cannot sign the release", &e))?,
+            );
+        }
+        Ok(learner)
     }
 
     async fn blocking<T: Send + 'static>(
@@ -87,8 +120,9 @@ fn spec_from(spec: Option<pb::LearnerSpec>, node: &Node) -> Result<LearnerSpec, 
 impl OrganisationNode for NodeService {
     async fn describe(
         &self,
-        _: Request<pb::DescribeRequest>,
+        request: Request<pb::DescribeRequest>,
     ) -> Result<Response<pb::DescribeResponse>, Status> {
+        self.admit(&request, Rpc::Describe)?;
         let response = self
             .blocking(|node| {
                 let b = node
@@ -113,8 +147,9 @@ impl OrganisationNode for NodeService {
 
     async fn list_learners(
         &self,
-        _: Request<pb::ListLearnersRequest>,
+        request: Request<pb::ListLearnersRequest>,
     ) -> Result<Response<pb::ListLearnersResponse>, Status> {
+        self.admit(&request, Rpc::ListLearners)?;
         let learners = self
             .blocking(|node| {
                 node.store
@@ -123,7 +158,10 @@ impl OrganisationNode for NodeService {
             })
             .await?;
         Ok(Response::new(pb::ListLearnersResponse {
-            learners: learners.iter().map(pb::PrivateLearner::from).collect(),
+            learners: learners
+                .iter()
+                .map(|r| self.served(r))
+                .collect::<Result<_, _>>()?,
         }))
     }
 
@@ -132,6 +170,7 @@ impl OrganisationNode for NodeService {
         request: Request<pb::GetLearnerRequest>,
     ) -> Result<Response<pb::PrivateLearner>, Status> {
         use pb::get_learner_request::Selector;
+        self.admit(&request, Rpc::GetLearner)?;
         let selector = request
             .into_inner()
             .selector
@@ -156,24 +195,36 @@ impl OrganisationNode for NodeService {
                 }
             })
             .await?;
-        found
-            .map(|r| Response::new(pb::PrivateLearner::from(&r)))
-            .ok_or_else(|| Status::not_found("no such release"))
+        let found = found.ok_or_else(|| Status::not_found("no such release"))?;
+        Ok(Response::new(self.served(&found)?))
     }
 
     async fn publish_learner(
         &self,
         request: Request<pb::PublishLearnerRequest>,
     ) -> Result<Response<pb::PrivateLearner>, Status> {
+        let caller = Caller::of(&request)?;
         if !self.node.policy.allow_remote_publish {
-            return Err(Status::permission_denied(
+            let refused = Status::permission_denied(
                 "this node does not accept remote publishing (policy.allow_remote_publish = false)",
-            ));
+            );
+            audit_publish(&caller, Err(&refused));
+            return Err(refused);
         }
-        let spec = spec_from(request.into_inner().spec, &self.node)?;
-        let (release, _) = self
-            .blocking(move |node| node.publish(&spec).map_err(|e| publish_status(&e)))
-            .await?;
-        Ok(Response::new(pb::PrivateLearner::from(&release)))
+        self.gate.admit(&caller, Rpc::PublishLearner)?;
+        let published = async {
+            let spec = spec_from(request.into_inner().spec, &self.node)?;
+            self.blocking(move |node| node.publish(&spec).map_err(|e| publish_status(&e)))
+                .await
+        }
+        .await;
+        audit_publish(
+            &caller,
+            published
+                .as_ref()
+                .map(|(r, new)| (r.release_id.as_str(), *new)),
+        );
+        let (release, _) = published?;
+        Ok(Response::new(self.served(&release)?))
     }
 }

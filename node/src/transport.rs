@@ -1,14 +1,19 @@
-//! Transport set-up in one place: the node service plus tonic-health and server reflection on a
-//! listener, until a shutdown future resolves. Mutual TLS and an organisation allow-list (a later
-//! issue) belong here.
+//! Transport set-up in one place: the node service plus tonic-health (and, when the access
+//! policy enables it, server reflection) on a listener, with mutual TLS unless the node runs
+//! `--insecure`, until a shutdown future resolves.
 
+use crate::access::{AccessPolicy, Gate};
+use crate::config::Transport;
 use crate::node::Node;
 use crate::service::NodeService;
+use crate::tls::{IdentityDir, TlsError};
+use dpagg_proto::signature::{SignatureError, SigningKey};
 use dpagg_proto::v1::FILE_DESCRIPTOR_SET;
 use dpagg_proto::v1::organisation_node_server::OrganisationNodeServer;
 use std::future::Future;
 use std::sync::Arc;
 use tokio::net::TcpListener;
+use tonic::transport::ServerTlsConfig;
 use tonic::transport::server::TcpIncoming;
 
 /// Why the server stopped with an error.
@@ -20,6 +25,76 @@ pub enum TransportError {
     /// The server failed.
     #[error("gRPC server failed: {0}")]
     Server(#[from] tonic::transport::Error),
+}
+
+/// Why a node's security material cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SecurityError {
+    /// The identity folder is unusable.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The signing key is unusable.
+    #[error(transparent)]
+    Signing(#[from] SignatureError),
+    /// The certificate names another organisation than the configuration.
+    #[error(
+        "{path}: the certificate names organisation {certificate:?}, but this node is \
+         {configured:?}: a node serves only under its own certificate"
+    )]
+    WrongOrganisation {
+        /// The certificate file.
+        path: String,
+        /// The id in the certificate.
+        certificate: String,
+        /// `organisation_id` of the configuration.
+        configured: String,
+    },
+}
+
+/// What a node needs to serve securely: its TLS identity, its release-signing key and its
+/// access policy.
+#[derive(Debug, Clone)]
+pub struct Security {
+    /// Mutual TLS (`None`: plain text).
+    pub tls: Option<ServerTlsConfig>,
+    /// Signs every served release (`None`: unsigned, only with `--insecure`).
+    pub signer: Option<Arc<SigningKey>>,
+    /// Allow-lists, rate limit, reflection.
+    pub access: AccessPolicy,
+}
+
+impl Security {
+    /// Reads the identity folder of `transport` and checks that its certificate names
+    /// `organisation_id`; plain text has no identity and signs nothing.
+    pub fn load(
+        transport: &Transport,
+        organisation_id: &str,
+        access: AccessPolicy,
+    ) -> Result<Self, SecurityError> {
+        match transport {
+            Transport::Insecure => Ok(Self {
+                tls: None,
+                signer: None,
+                access,
+            }),
+            Transport::Tls(dir) => {
+                let identity = IdentityDir::load(dir)?;
+                if identity.organisation_id != organisation_id {
+                    return Err(SecurityError::WrongOrganisation {
+                        path: dir.join(crate::tls::CERT_FILE).display().to_string(),
+                        certificate: identity.organisation_id,
+                        configured: organisation_id.to_owned(),
+                    });
+                }
+                let signer = SigningKey::load(&identity.signing_key_path())?;
+                Ok(Self {
+                    tls: Some(identity.server_config()),
+                    signer: Some(Arc::new(signer)),
+                    access,
+                })
+            }
+        }
+    }
 }
 
 /// Reflection over the node service and health, so `grpcurl list` shows both. Served as v1 and
@@ -34,19 +109,32 @@ fn reflection() -> tonic_reflection::server::Builder<'static> {
 pub async fn serve(
     listener: TcpListener,
     node: Arc<Node>,
+    security: Security,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), TransportError> {
     let (reporter, health) = tonic_health::server::health_reporter();
     reporter
         .set_serving::<OrganisationNodeServer<NodeService>>()
         .await;
-    tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = security.tls {
+        builder = builder.tls_config(tls)?;
+    } else {
+        tracing::warn!(
+            "serving PLAIN TEXT (--insecure): no TLS, no client identities, unsigned releases; \
+             anyone who reaches this port can read, and publish if the policy allows"
+        );
+    }
+    let reflect = security.access.reflection;
+    let service = NodeService::new(node, Gate::new(security.access), security.signer);
+    let router = builder
         .add_service(health)
-        .add_service(reflection().build_v1()?)
-        .add_service(reflection().build_v1alpha()?)
-        .add_service(OrganisationNodeServer::new(NodeService::new(node)))
-        // TCP_NODELAY: without it, Nagle's algorithm and delayed ACKs add ~40 ms to each small
-        // response on loopback (measured by `dpagg-aggregator bench-fetch`).
+        .add_optional_service(reflect.then(|| reflection().build_v1()).transpose()?)
+        .add_optional_service(reflect.then(|| reflection().build_v1alpha()).transpose()?)
+        .add_service(OrganisationNodeServer::new(service));
+    // TCP_NODELAY: without it, Nagle's algorithm and delayed ACKs add ~40 ms to each small
+    // response on loopback (measured by `dpagg-aggregator bench-fetch`).
+    router
         .serve_with_incoming_shutdown(
             TcpIncoming::from(listener).with_nodelay(Some(true)),
             shutdown,

@@ -174,6 +174,8 @@ impl From<&PublishedLearner> for pb::PrivateLearner {
                 spec: Some((&p.spec).into()),
                 proven: Some(m.proven),
             }),
+            // The node signs when it serves (dpagg_proto::signature).
+            signature: None,
         }
     }
 }

@@ -1,21 +1,111 @@
 """A dpagg.v1 client in Python: what another language sees of an organisation node.
 
 It reads only the contract (proto/dpagg/v1/node.proto, compiled with grpcio-tools by run.sh):
-Describe the node, fetch its newest learner, check the learner against the same acceptance rules
-the Rust aggregator applies (dimension, finite weights, guarantee within a policy, schema
-fingerprint, not seeded, proven), and check that an unknown spec gets a typed NOT_FOUND. It exits
-non-zero, with one line on stderr, if anything is off.
+connect with mutual TLS (the federation's CA and a client certificate from `dpagg-node certs`),
+Describe the node, fetch its newest learner, check its Ed25519 signature by re-encoding the release
+exactly as the proto documents (message ReleaseSignature) and verifying it with the organisation's
+public key, check the learner against the same acceptance rules the Rust aggregator applies
+(dimension, finite weights, guarantee within a policy, schema fingerprint, not seeded, proven), and
+check that an unknown spec gets a typed NOT_FOUND. It exits non-zero, with one line on stderr, if
+anything is off.
 
-Usage: client.py ADDRESS --max-epsilon E --max-delta D
+Usage: client.py ADDRESS --identity DIR --signing-key ORG.pub --max-epsilon E --max-delta D
 """
 
 import argparse
+import hashlib
 import math
+import os
+import struct
 import sys
 
 import grpc
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from dpagg.v1 import node_pb2, node_pb2_grpc
+
+DOMAIN = "dpagg.v1.ReleaseSignature/1"
+
+
+def canonical_release(organisation_id: str, learner) -> bytes:
+    """The signed bytes of a release, as node.proto documents them (ReleaseSignature)."""
+    out = bytearray()
+
+    def u64(v):
+        out.extend(struct.pack(">Q", v))
+
+    def f64(v):
+        out.extend(struct.pack(">d", v))
+
+    def text(s):
+        b = s.encode("utf-8")
+        u64(len(b))
+        out.extend(b)
+
+    def boolean(v):
+        out.append(1 if v else 0)
+
+    def mapping(m):
+        u64(len(m))
+        for k in sorted(m, key=lambda k: k.encode("utf-8")):
+            text(k)
+            f64(m[k])
+
+    m = learner.metadata
+    text(DOMAIN)
+    text(organisation_id)
+    u64(len(learner.weights))
+    for w in learner.weights:
+        f64(w)
+    text(m.release_id)
+    out.extend(struct.pack(">q", m.created_unix_ms))
+    text(m.created_at)
+    text(m.mechanism)
+    text(m.reference)
+    mapping(m.parameters)
+    f64(m.epsilon)
+    f64(m.delta)
+    out.extend(struct.pack(">i", m.neighbour_relation))
+    f64(m.max_row_norm)
+    f64(m.loss_gradient_bound)
+    f64(m.loss_hessian_bound)
+    text(m.schema_fingerprint)
+    boolean(m.seeded)
+    u64(m.n)
+    out.extend(struct.pack(">I", m.dim))
+    if m.HasField("spec"):
+        out.append(1)
+        text(m.spec.mechanism)
+        f64(m.spec.epsilon)
+        f64(m.spec.delta)
+        f64(getattr(m.spec, "lambda"))
+        mapping(m.spec.options)
+        boolean(m.spec.lambda_auto)
+    else:
+        out.append(0)
+    out.append(0 if not m.HasField("proven") else (2 if m.proven else 1))
+    return bytes(out)
+
+
+def check_signature(organisation_id: str, learner, public_hex: str) -> str:
+    """Verifies the learner's signature with the organisation's key; returns the key id."""
+    public = bytes.fromhex(public_hex.strip())
+    key_id = hashlib.sha256(public).hexdigest()[:32]
+    sig = learner.signature
+    if not learner.HasField("signature"):
+        fail("the learner is not signed")
+    if sig.algorithm != "ed25519" or sig.organisation_id != organisation_id:
+        fail(f"signature by {sig.organisation_id!r} ({sig.algorithm}), expected {organisation_id!r}")
+    if sig.key_id != key_id:
+        fail(f"signed with key {sig.key_id}, trusted key is {key_id}")
+    try:
+        Ed25519PublicKey.from_public_bytes(public).verify(
+            sig.signature, canonical_release(organisation_id, learner)
+        )
+    except InvalidSignature:
+        fail("the signature does not match the release")
+    return key_id
 
 
 def fail(message: str) -> None:
@@ -26,11 +116,22 @@ def fail(message: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("address")
+    parser.add_argument("--identity", required=True, help="identity folder (ca.pem, cert.pem, key.pem)")
+    parser.add_argument("--signing-key", required=True, help="the organisation's public key (.pub)")
     parser.add_argument("--max-epsilon", type=float, required=True)
     parser.add_argument("--max-delta", type=float, required=True)
     args = parser.parse_args()
 
-    with grpc.insecure_channel(args.address) as channel:
+    def read(name):
+        with open(os.path.join(args.identity, name), "rb") as f:
+            return f.read()
+
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=read("ca.pem"), private_key=read("key.pem"), certificate_chain=read("cert.pem")
+    )
+    with open(args.signing_key, encoding="ascii") as f:
+        public_hex = f.read()
+    with grpc.secure_channel(args.address, credentials) as channel:
         stub = node_pb2_grpc.OrganisationNodeStub(channel)
         try:
             described = stub.Describe(node_pb2.DescribeRequest(), timeout=10)
@@ -53,6 +154,7 @@ def main() -> None:
             if e.code() != grpc.StatusCode.NOT_FOUND:
                 fail(f"expected NOT_FOUND, got {e.code().name}")
 
+    key_id = check_signature(described.organisation_id, learner, public_hex)
     m = learner.metadata
     dim = len(learner.weights)
     if dim != m.dim:
@@ -73,7 +175,7 @@ def main() -> None:
     budget = described.budget
     print(
         f"{described.organisation_id}: release {m.release_id} ({m.mechanism}, "
-        f"ε = {m.epsilon}, δ = {m.delta}, {relation}), {dim} weights; "
+        f"ε = {m.epsilon}, δ = {m.delta}, {relation}), {dim} weights, signed (key {key_id}); "
         f"budget spent ε = {budget.epsilon_spent:.6f} of {budget.epsilon_total}; "
         f"mechanisms offered: {', '.join(described.mechanisms)}"
     )

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Checks the gRPC contract from another language: compiles proto/dpagg/v1/node.proto with
-# grpcio-tools (from PyPI, into a throw-away virtualenv), starts a real dpagg-node that has
-# published one learner, and runs client.py against it. Needs python3 and the release binaries
-# (built here if missing).
+# grpcio-tools (from PyPI, into a throw-away virtualenv, with `cryptography` for Ed25519), makes a
+# development federation (`dpagg-node certs init`), starts a real dpagg-node that has published
+# one learner and serves mutual TLS, and runs client.py against it with a client certificate; the
+# client verifies the release's signature. Needs python3 and the release binaries (built here if
+# missing).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 work="$(mktemp -d)"
@@ -15,14 +17,15 @@ trap cleanup EXIT
 
 cargo build --release -q -p dpagg-node --manifest-path "$root/Cargo.toml"
 python3 -m venv "$work/venv"
-"$work/venv/bin/pip" install -q --disable-pip-version-check grpcio==1.* grpcio-tools==1.*
+"$work/venv/bin/pip" install -q --disable-pip-version-check grpcio==1.* grpcio-tools==1.* "cryptography>=42"
 "$work/venv/bin/python" -m grpc_tools.protoc -I "$root/proto" --python_out="$work" \
   --grpc_python_out="$work" "$root/proto/dpagg/v1/node.proto"
 
 node="$root/target/release/dpagg-node"
 head -61 "$root/data/diabetes.csv" >"$work/org.csv"
+"$node" certs init --out "$work/fed" --org py-org,py-client >/dev/null
 common=(--organisation-id py-org --data "$work/org.csv" --schema "$root/data/diabetes.schema.toml"
-  --state-dir "$work/state" --epsilon-total 5 --delta-total 1e-5)
+  --state-dir "$work/state" --epsilon-total 5 --delta-total 1e-5 --identity "$work/fed/py-org")
 "$node" publish "${common[@]}" --mechanism objective-perturbation --epsilon 1 >/dev/null
 "$node" serve "${common[@]}" --listen 127.0.0.1:0 >"$work/out" 2>"$work/log" &
 node_pid=$!
@@ -33,4 +36,5 @@ done
 addr="$(sed -n 's/^dpagg-node listening on //p' "$work/out")"
 [ -n "$addr" ] || { echo "dpagg-node did not start" >&2; cat "$work/log" >&2; exit 1; }
 PYTHONPATH="$work" "$work/venv/bin/python" "$root/tests/python/client.py" "$addr" \
+  --identity "$work/fed/py-client" --signing-key "$work/fed/public-keys/py-org.pub" \
   --max-epsilon 2 --max-delta 1e-5

@@ -73,14 +73,19 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Asserts a failed run: non-zero exit and exactly one line on stderr containing every `needle`.
+/// Asserts a failed run: non-zero exit and exactly one line on stderr containing every `needle`
+/// (besides the warning every plain-text (`--insecure`) run logs, which these tests use).
 pub fn assert_one_line_error(out: &Output, needles: &[&str]) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success(),
         "expected failure, got success; stderr: {stderr}"
     );
-    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter(|l| !(l.contains(" WARN ") && l.contains("PLAIN TEXT")))
+        .collect();
     assert_eq!(lines.len(), 1, "expected one line on stderr, got: {stderr}");
     for n in needles {
         assert!(
@@ -139,9 +144,14 @@ impl NodeProcess {
         NodeProcess { child, addr }
     }
 
-    /// The gRPC endpoint URL.
+    /// The gRPC endpoint URL (plain text).
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The gRPC endpoint URL of a node serving TLS.
+    pub fn https_url(&self) -> String {
+        format!("https://{}", self.addr)
     }
 
     /// SIGKILL, as a crash would.
@@ -193,10 +203,30 @@ pub fn node_config(
     std::fs::write(
         &config,
         format!(
-            "organisation_id = \"{id}\"\ndata = \"{id}.csv\"\nschema = \"diabetes.schema.toml\"\nstate_dir = \"{id}-state\"\n[policy]\nepsilon_total = {epsilon_total}\ndelta_total = 1e-5\nmax_epsilon_per_release = {cap}\nallow_remote_publish = {remote}\n"
+            "insecure = true\norganisation_id = \"{id}\"\ndata = \"{id}.csv\"\nschema = \"diabetes.schema.toml\"\nstate_dir = \"{id}-state\"\n[policy]\nepsilon_total = {epsilon_total}\ndelta_total = 1e-5\nmax_epsilon_per_release = {cap}\nallow_remote_publish = {remote}\n"
         ),
     )
     .expect("write config");
+    config
+}
+
+/// [`node_config`] for a node serving mutual TLS with the identity folder `identity`, with
+/// `access` (TOML lines of the `[access]` table) appended.
+pub fn tls_node_config(
+    dir: &Path,
+    id: &str,
+    identity: &Path,
+    remote: bool,
+    access: &str,
+) -> PathBuf {
+    let config = node_config(dir, id, 5.0, 2.0, remote, 60);
+    let text = std::fs::read_to_string(&config).expect("read config");
+    let text = text.replacen(
+        "insecure = true\n",
+        &format!("identity = {:?}\n", identity.to_str().expect("utf8")),
+        1,
+    );
+    std::fs::write(&config, format!("{text}[access]\n{access}\n")).expect("write config");
     config
 }
 
@@ -250,4 +280,55 @@ pub fn assert_clean_exit_on_closed_stdout(out: &Output) {
         out.status
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// A fake node (any server of the contract): describes itself as `id`, serves one fixed learner,
+/// optionally slowly, and refuses to publish.
+#[derive(Clone)]
+pub struct FakeNode {
+    /// The organisation it describes itself as.
+    pub id: String,
+    /// The learner it serves to every GetLearner.
+    pub learner: dpagg_proto::v1::PrivateLearner,
+    /// The schema fingerprint it describes.
+    pub fingerprint: String,
+    /// How long Describe waits.
+    pub delay: std::time::Duration,
+}
+
+#[tonic::async_trait]
+impl dpagg_proto::v1::organisation_node_server::OrganisationNode for FakeNode {
+    async fn describe(
+        &self,
+        _: tonic::Request<dpagg_proto::v1::DescribeRequest>,
+    ) -> Result<tonic::Response<dpagg_proto::v1::DescribeResponse>, tonic::Status> {
+        tokio::time::sleep(self.delay).await;
+        Ok(tonic::Response::new(dpagg_proto::v1::DescribeResponse {
+            organisation_id: self.id.clone(),
+            schema_fingerprint: self.fingerprint.clone(),
+            ..Default::default()
+        }))
+    }
+    async fn list_learners(
+        &self,
+        _: tonic::Request<dpagg_proto::v1::ListLearnersRequest>,
+    ) -> Result<tonic::Response<dpagg_proto::v1::ListLearnersResponse>, tonic::Status> {
+        Ok(tonic::Response::new(
+            dpagg_proto::v1::ListLearnersResponse {
+                learners: vec![self.learner.clone()],
+            },
+        ))
+    }
+    async fn get_learner(
+        &self,
+        _: tonic::Request<dpagg_proto::v1::GetLearnerRequest>,
+    ) -> Result<tonic::Response<dpagg_proto::v1::PrivateLearner>, tonic::Status> {
+        Ok(tonic::Response::new(self.learner.clone()))
+    }
+    async fn publish_learner(
+        &self,
+        _: tonic::Request<dpagg_proto::v1::PublishLearnerRequest>,
+    ) -> Result<tonic::Response<dpagg_proto::v1::PrivateLearner>, tonic::Status> {
+        Err(tonic::Status::permission_denied("fake"))
+    }
 }

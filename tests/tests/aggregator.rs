@@ -3,65 +3,20 @@
 //! while the run completes, publishing on request charges once, and bad input gives one line.
 
 use dpagg_proto::v1 as pb;
-use dpagg_proto::v1::organisation_node_server::{OrganisationNode, OrganisationNodeServer};
+use dpagg_proto::v1::organisation_node_server::OrganisationNodeServer;
 use dpagg_tests::{
-    NodeProcess, assert_one_line_error, assert_success, node_config, publish_with_cli, repo_root,
-    run,
+    FakeNode, NodeProcess, assert_one_line_error, assert_success, node_config, publish_with_cli,
+    repo_root, run,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tonic::{Request, Response, Status};
 
 /// Fingerprint of the bundled Diabetes schema, as real nodes report it.
 fn diabetes_fingerprint() -> String {
     dpagg_shared::data::schema::Schema::load(&repo_root().join("data/diabetes.schema.toml"))
         .expect("bundled schema")
         .fingerprint()
-}
-
-/// A node that serves one fixed learner, optionally slowly.
-#[derive(Clone)]
-struct FakeNode {
-    id: String,
-    learner: pb::PrivateLearner,
-    fingerprint: String,
-    delay: Duration,
-}
-
-#[tonic::async_trait]
-impl OrganisationNode for FakeNode {
-    async fn describe(
-        &self,
-        _: Request<pb::DescribeRequest>,
-    ) -> Result<Response<pb::DescribeResponse>, Status> {
-        tokio::time::sleep(self.delay).await;
-        Ok(Response::new(pb::DescribeResponse {
-            organisation_id: self.id.clone(),
-            schema_fingerprint: self.fingerprint.clone(),
-            ..Default::default()
-        }))
-    }
-    async fn list_learners(
-        &self,
-        _: Request<pb::ListLearnersRequest>,
-    ) -> Result<Response<pb::ListLearnersResponse>, Status> {
-        Ok(Response::new(pb::ListLearnersResponse {
-            learners: vec![self.learner.clone()],
-        }))
-    }
-    async fn get_learner(
-        &self,
-        _: Request<pb::GetLearnerRequest>,
-    ) -> Result<Response<pb::PrivateLearner>, Status> {
-        Ok(Response::new(self.learner.clone()))
-    }
-    async fn publish_learner(
-        &self,
-        _: Request<pb::PublishLearnerRequest>,
-    ) -> Result<Response<pb::PrivateLearner>, Status> {
-        Err(Status::permission_denied("fake"))
-    }
 }
 
 fn meta(l: &mut pb::PrivateLearner) -> &mut pb::ReleaseMetadata {
@@ -91,6 +46,7 @@ fn valid_learner(id: &str) -> pb::PrivateLearner {
             }),
             ..Default::default()
         }),
+        signature: None,
     }
 }
 
@@ -149,7 +105,7 @@ fn aggregator_config(dir: &Path, nodes: &[String], extra: &str) -> PathBuf {
     std::fs::write(
         &path,
         format!(
-            "data = \"own.csv\"\nschema = \"agg.schema.toml\"\nout = \"report\"\nnodes = [{}]\ntimeout_ms = 3000\nretries = 1\nbackoff_ms = 50\n{extra}",
+            "insecure = true\ndata = \"own.csv\"\nschema = \"agg.schema.toml\"\nout = \"report\"\nnodes = [{}]\ntimeout_ms = 3000\nretries = 1\nbackoff_ms = 50\n{extra}",
             list.join(", ")
         ),
     )

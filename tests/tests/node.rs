@@ -233,13 +233,38 @@ async fn concurrent_publishes_never_overspend() {
     assert_eq!(learner_count(&mut c).await, 5);
 }
 
+/// Reflection is off unless the access policy enables it (issue 13).
+#[tokio::test]
+async fn reflection_is_off_by_default() {
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = NodeProcess::start(&node_config(dir.path(), "org-r", 1.0, 1.0, false, 60));
+    let channel = Channel::from_shared(node.url())
+        .expect("url")
+        .connect()
+        .await
+        .expect("connect");
+    let request = tonic_reflection::pb::v1::ServerReflectionRequest {
+        host: String::new(),
+        message_request: None,
+    };
+    let status = ServerReflectionClient::new(channel)
+        .server_reflection_info(tokio_stream_once(request))
+        .await
+        .expect_err("no reflection service");
+    assert_eq!(status.code(), tonic::Code::Unimplemented, "{status}");
+}
+
 #[tokio::test]
 async fn health_and_reflection_are_served() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let node = NodeProcess::start(&node_config(dir.path(), "org-e", 1.0, 1.0, false, 60));
+    let config = node_config(dir.path(), "org-e", 1.0, 1.0, false, 60);
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(&config, format!("{text}[access]\nreflection = true\n")).expect("write");
+    let node = NodeProcess::start(&config);
     assert_success(&run(
         "dpagg-node",
-        &["health", "--addr", &node.addr],
+        &["health", "--addr", &node.addr, "--insecure"],
         dir.path(),
     ));
     let channel = Channel::from_shared(node.url())
@@ -349,8 +374,31 @@ fn bad_input_gives_one_line_errors() {
     );
     assert_one_line_error(&publish_with_cli(&config, &["--epsilon", "5"]), &["cap"]);
     assert_one_line_error(
-        &node(&["health", "--addr", "127.0.0.1:9", "--timeout", "1"]),
+        &node(&[
+            "health",
+            "--addr",
+            "127.0.0.1:9",
+            "--timeout",
+            "1",
+            "--insecure",
+        ]),
         &["127.0.0.1:9"],
+    );
+    assert_one_line_error(
+        &node(&["health", "--addr", "127.0.0.1:9"]),
+        &["--identity", "--insecure"],
+    );
+    // serve needs an identity folder or an explicit --insecure.
+    let plain = std::fs::read_to_string(&config).expect("config");
+    let tls_less = p.join("no-transport.toml");
+    std::fs::write(&tls_less, plain.replacen("insecure = true\n", "", 1)).expect("write");
+    assert_one_line_error(
+        &node(&["serve", "--config", tls_less.to_str().expect("utf8")]),
+        &["identity", "--insecure"],
+    );
+    assert_one_line_error(
+        &node(&["serve", "--config", cfg, "--identity", "nowhere"]),
+        &["identity", "insecure"],
     );
 }
 

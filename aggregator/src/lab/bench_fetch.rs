@@ -4,10 +4,13 @@
 //! small shard of the bundled Diabetes data), has each publish one learner, then times the
 //! collection phase of `run` (connect, `Describe`, `GetLearner`, for every node) with the default
 //! concurrency against the same collection done one node at a time, best of three runs each.
-//! The target of the gRPC issue is under 1 s for 100 nodes.
+//! It does so twice in one run, first with plain-text nodes (`--insecure`) and then with mutual
+//! TLS (a fresh development CA, a certificate per node, signed releases, a new TLS handshake per
+//! node and run), and prints the TLS time as a ratio of the plain-text one. The target is under
+//! 1 s for 100 nodes, TLS handshakes included.
 
 use crate::run::config::{LearnerRequest, Network};
-use crate::run::fetch::fetch_all;
+use crate::run::fetch::{Client, fetch_all};
 use anyhow::{Context, Result, bail};
 use dpagg_shared::data::bundled::Bundled;
 use dpagg_shared::privacy::mechanism::{LearnerSpec, MechanismKind};
@@ -58,9 +61,23 @@ fn node_binary(given: Option<PathBuf>) -> Result<PathBuf> {
     Ok(path)
 }
 
-fn spawn(binary: &Path, dir: &Path, i: usize) -> Result<Child> {
-    Command::new(binary)
-        .arg("serve")
+/// Plain text or TLS with the identity folders under `dir/federation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Plain,
+    Tls,
+}
+
+fn spawn(binary: &Path, dir: &Path, i: usize, mode: Mode) -> Result<Child> {
+    let mut command = Command::new(binary);
+    match mode {
+        Mode::Plain => command.arg("serve").arg("--insecure"),
+        Mode::Tls => command
+            .arg("serve")
+            .arg("--identity")
+            .arg(dir.join("federation").join(format!("org-{i}"))),
+    };
+    command
         .args(["--organisation-id", &format!("org-{i}")])
         .args(["--listen", "127.0.0.1:0"])
         .arg("--data")
@@ -68,7 +85,7 @@ fn spawn(binary: &Path, dir: &Path, i: usize) -> Result<Child> {
         .arg("--schema")
         .arg(dir.join("schema.toml"))
         .arg("--state-dir")
-        .arg(dir.join(format!("state-{i}")))
+        .arg(dir.join(format!("state-{mode:?}-{i}")))
         .args(["--epsilon-total", "10", "--delta-total", "1e-5"])
         .args(["--allow-remote-publish", "true"])
         .env("DPAGG_LOG", "warn")
@@ -79,7 +96,7 @@ fn spawn(binary: &Path, dir: &Path, i: usize) -> Result<Child> {
         .with_context(|| format!("cannot start {}", binary.display()))
 }
 
-fn listening_url(child: &mut Child) -> Result<String> {
+fn listening_url(child: &mut Child, mode: Mode) -> Result<String> {
     let stdout = child.stdout.take().context("no stdout from dpagg-node")?;
     let mut line = String::new();
     std::io::BufReader::new(stdout)
@@ -89,15 +106,23 @@ fn listening_url(child: &mut Child) -> Result<String> {
         .trim()
         .strip_prefix("dpagg-node listening on ")
         .with_context(|| format!("dpagg-node did not start (said {:?})", line.trim()))?;
-    Ok(format!("http://{addr}"))
+    Ok(match mode {
+        Mode::Plain => format!("http://{addr}"),
+        Mode::Tls => format!("https://{addr}"),
+    })
 }
 
-async fn best_of_three(urls: &[String], request: &LearnerRequest, net: Network) -> (f64, usize) {
+async fn best_of_three(
+    urls: &[String],
+    request: &LearnerRequest,
+    net: Network,
+    client: &Client,
+) -> (f64, usize) {
     let mut best = f64::INFINITY;
     let mut ok = 0;
     for _ in 0..3 {
         let start = Instant::now();
-        let outcomes = fetch_all(urls, request, net).await;
+        let outcomes = fetch_all(urls, request, net, client).await;
         best = best.min(start.elapsed().as_secs_f64());
         ok = outcomes.iter().filter(|o| o.result.is_ok()).count();
     }
@@ -112,28 +137,58 @@ pub fn run(args: Args) -> Result<()> {
     let binary = node_binary(args.node_binary)?;
     let work = tempfile::tempdir().context("cannot create a temporary folder")?;
     write_shard(work.path())?;
-    let started = Instant::now();
-    let mut fleet = Fleet(Vec::with_capacity(args.nodes));
-    for i in 0..args.nodes {
-        fleet.0.push(spawn(&binary, work.path(), i)?);
-    }
-    let urls = fleet
-        .0
-        .iter_mut()
-        .map(listening_url)
-        .collect::<Result<Vec<_>>>()?;
-    println!(
-        "bench-fetch: {} dpagg-node processes listening after {:.2} s",
-        urls.len(),
-        started.elapsed().as_secs_f64()
-    );
+    let federation = work.path().join("federation");
+    let mut orgs: Vec<String> = (0..args.nodes).map(|i| format!("org-{i}")).collect();
+    orgs.push("bench-aggregator".into());
+    dpagg_node::certs::init(
+        &federation,
+        &orgs,
+        &[],
+        dpagg_node::certs::Validity::days_from_now(1),
+    )?;
+    let tls = dpagg_node::tls::IdentityDir::load(&federation.join("bench-aggregator"))?.client()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(publish_then_time(&urls, args.concurrency))?;
-    drop(fleet);
+    let mut times = Vec::new();
+    for (mode, client) in [
+        (Mode::Plain, Client::default()),
+        (Mode::Tls, Client { tls: Some(tls) }),
+    ] {
+        let started = Instant::now();
+        let mut fleet = Fleet(Vec::with_capacity(args.nodes));
+        for i in 0..args.nodes {
+            fleet.0.push(spawn(&binary, work.path(), i, mode)?);
+        }
+        let urls = fleet
+            .0
+            .iter_mut()
+            .map(|c| listening_url(c, mode))
+            .collect::<Result<Vec<_>>>()?;
+        println!(
+            "bench-fetch ({}): {} dpagg-node processes listening after {:.2} s",
+            label(mode),
+            urls.len(),
+            started.elapsed().as_secs_f64()
+        );
+        times.push(runtime.block_on(publish_then_time(&urls, args.concurrency, &client, mode))?);
+        drop(fleet);
+    }
+    println!(
+        "mutual TLS / plain text, concurrent collection: {:.2}× ({:.3} s vs {:.3} s)",
+        times[1] / times[0],
+        times[1],
+        times[0]
+    );
     Ok(())
+}
+
+fn label(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Plain => "plain text",
+        Mode::Tls => "mutual TLS",
+    }
 }
 
 /// Writes every node's data (the bundled Diabetes data's first 60 rows) and schema into `dir`.
@@ -167,9 +222,14 @@ fn request(publish: bool) -> LearnerRequest {
 }
 
 /// Has every node publish its learner, then times collecting them concurrently and one node at
-/// a time, and prints both against the target.
-async fn publish_then_time(urls: &[String], concurrency: usize) -> Result<()> {
-    let published = fetch_all(urls, &request(true), network(concurrency)).await;
+/// a time, prints both against the target and returns the concurrent time.
+async fn publish_then_time(
+    urls: &[String],
+    concurrency: usize,
+    client: &Client,
+    mode: Mode,
+) -> Result<f64> {
+    let published = fetch_all(urls, &request(true), network(concurrency), client).await;
     if let Some(bad) = published.iter().find(|o| o.result.is_err()) {
         bail!(
             "{}: could not publish: {}",
@@ -182,16 +242,18 @@ async fn publish_then_time(urls: &[String], concurrency: usize) -> Result<()> {
         );
     }
     let fetch = request(false);
-    let (concurrent, ok_c) = best_of_three(urls, &fetch, network(concurrency)).await;
-    let (sequential, ok_s) = best_of_three(urls, &fetch, network(1)).await;
+    let (concurrent, ok_c) = best_of_three(urls, &fetch, network(concurrency), client).await;
+    let (sequential, ok_s) = best_of_three(urls, &fetch, network(1), client).await;
     println!(
-        "collect from {} nodes, concurrency {:>3}: {concurrent:.3} s (best of 3), {ok_c}/{} learners",
+        "{}: collect from {} nodes, concurrency {:>3}: {concurrent:.3} s (best of 3), {ok_c}/{} learners",
+        label(mode),
         urls.len(),
         concurrency,
         urls.len()
     );
     println!(
-        "collect from {} nodes, sequential     : {sequential:.3} s (best of 3), {ok_s}/{} learners → concurrent is {:.1}× faster",
+        "{}: collect from {} nodes, sequential     : {sequential:.3} s (best of 3), {ok_s}/{} learners → concurrent is {:.1}× faster",
+        label(mode),
         urls.len(),
         urls.len(),
         sequential / concurrent
@@ -203,5 +265,5 @@ async fn publish_then_time(urls: &[String], concurrency: usize) -> Result<()> {
     if ok_c != urls.len() || ok_s != urls.len() {
         bail!("some nodes did not answer during the benchmark");
     }
-    Ok(())
+    Ok(concurrent)
 }

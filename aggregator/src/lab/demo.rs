@@ -8,13 +8,20 @@
 //! aggregator's first). Organisations 1…K each get a real node (SQLite ledger, gRPC with health and reflection) on 127.0.0.1 with an ephemeral port, and
 //! each node's operator publishes one learner at the requested ε (charged to its ledger). The
 //! aggregator (organisation 0) then runs exactly what `dpagg-aggregator run` runs, over real gRPC.
-//! Everything but the report lives in a temporary folder removed at the end.
+//! Every connection is mutual TLS (a development CA made for the run by `dpagg_node::certs`),
+//! every release is signed and checked, and the report is signed by the aggregator; the public
+//! signing keys are copied to `OUT/public-keys` so that `dpagg-aggregator verify
+//! OUT/report.json --signing-keys OUT/public-keys` works afterwards. `--insecure` runs it in
+//! plain text instead. Everything but the report and the public keys lives in a temporary
+//! folder removed at the end.
 
-use crate::run::config::{Acceptance, LearnerRequest, Network, RunConfig, TestSet};
+use crate::run::config::{Acceptance, LearnerRequest, Network, RunConfig, Security, TestSet};
 use crate::run::report::Report;
 use anyhow::{Context, Result, bail};
-use dpagg_node::config::{NodeConfig, Policy};
+use dpagg_node::access::AccessPolicy;
+use dpagg_node::config::{NodeConfig, Policy, Transport};
 use dpagg_node::node::Node;
+use dpagg_node::transport::Security as NodeSecurity;
 use dpagg_shared::data::bundled::Bundled;
 use dpagg_shared::data::clinic::{
     CLINIC_DIM, CLINIC_HOSPITAL_ROWS, CLINIC_OWN_ROWS, CLINIC_TEST_ROWS, clinic_rows,
@@ -71,6 +78,9 @@ pub struct Args {
     /// Folder for report.json and report.html.
     #[arg(long, default_value = "results/demo")]
     out: PathBuf,
+    /// Plain text instead of mutual TLS, unsigned releases and report (to compare).
+    #[arg(long)]
+    insecure: bool,
 }
 
 /// The demo's data.
@@ -207,7 +217,7 @@ fn split_data(dir: &Path, sizes: &[usize], seed: u64) -> Result<(PathBuf, Vec<Pa
     Ok((test_file, files))
 }
 
-/// Loads a node, has its operator publish `spec`, and returns it.
+/// Loads a node, has its operator publish `spec`, and returns it with its security.
 fn start_node(
     dir: &Path,
     id: &str,
@@ -215,13 +225,21 @@ fn start_node(
     schema: &Path,
     spec: &LearnerSpec,
     allow_unproven: bool,
-) -> Result<Node> {
+    insecure: bool,
+) -> Result<(Node, NodeSecurity)> {
+    let transport = if insecure {
+        Transport::Insecure
+    } else {
+        Transport::Tls(dir.join("federation").join(id))
+    };
     let config = NodeConfig {
         organisation_id: id.to_owned(),
         listen: ([127, 0, 0, 1], 0).into(),
         data,
         schema: schema.to_owned(),
         state_dir: dir.join(format!("{id}-state")),
+        transport: Some(transport.clone()),
+        access: AccessPolicy::default(),
         policy: Policy {
             epsilon_total: 10.0,
             delta_total: 1e-4,
@@ -233,7 +251,42 @@ fn start_node(
     let node = Node::load(&config).with_context(|| format!("node {id}"))?;
     node.publish(spec)
         .with_context(|| format!("node {id} cannot publish"))?;
-    Ok(node)
+    let security = NodeSecurity::load(&transport, id, AccessPolicy::default())?;
+    Ok((node, security))
+}
+
+/// The development federation of the demo: a CA and the identity folders of `org-1…org-K` and
+/// `aggregator` under `dir/federation`.
+fn federation(dir: &Path, nodes: usize) -> Result<()> {
+    let mut orgs: Vec<String> = (1..=nodes).map(|i| format!("org-{i}")).collect();
+    orgs.push(AGGREGATOR.into());
+    dpagg_node::certs::init(
+        &dir.join("federation"),
+        &orgs,
+        &[],
+        dpagg_node::certs::Validity::days_from_now(1),
+    )?;
+    Ok(())
+}
+
+/// The aggregator's organisation id in the demo.
+const AGGREGATOR: &str = "aggregator";
+
+/// Copies the public signing keys next to the report, for `verify`.
+fn copy_public_keys(dir: &Path, out: &Path) -> Result<()> {
+    let from = dir
+        .join("federation")
+        .join(dpagg_node::certs::PUBLIC_KEYS_DIR);
+    let to = out.join(dpagg_node::certs::PUBLIC_KEYS_DIR);
+    std::fs::create_dir_all(&to).with_context(|| format!("{}: cannot create", to.display()))?;
+    for entry in std::fs::read_dir(&from).with_context(|| format!("{}", from.display()))? {
+        let path = entry?.path();
+        if let Some(name) = path.file_name() {
+            std::fs::copy(&path, to.join(name))
+                .with_context(|| format!("{}: cannot copy", path.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// `demo`: K nodes, one aggregator, one report.
@@ -276,6 +329,9 @@ pub fn run(args: Args) -> Result<()> {
         options: args.option.iter().cloned().collect(),
     };
     let accepted = requested_guarantee(&spec)?;
+    if !args.insecure {
+        federation(work.path(), files.len() - 1)?;
+    }
     let nodes = files[1..]
         .iter()
         .enumerate()
@@ -287,6 +343,7 @@ pub fn run(args: Args) -> Result<()> {
                 &schema,
                 &spec,
                 args.allow_unproven,
+                args.insecure,
             )
         })
         .collect::<Result<Vec<_>>>()?;
@@ -300,8 +357,20 @@ pub fn run(args: Args) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let config = aggregator_config(&args, &spec, &accepted, files[0].clone(), schema, test_file);
-    let report = runtime.block_on(serve_and_run(nodes, config))?;
+    let mut config =
+        aggregator_config(&args, &spec, &accepted, files[0].clone(), schema, test_file);
+    let federation = work.path().join("federation");
+    if !args.insecure {
+        config.security = Security::Tls {
+            identity: federation.join(AGGREGATOR),
+            signing_keys: federation.join(dpagg_node::certs::PUBLIC_KEYS_DIR),
+        };
+    }
+    let mut report = runtime.block_on(serve_and_run(nodes, config))?;
+    if !args.insecure {
+        crate::run::sign(&mut report, &federation.join(AGGREGATOR))?;
+        copy_public_keys(work.path(), &args.out)?;
+    }
     print!("{}", report.table());
     report.write(&args.out)?;
     println!(
@@ -335,6 +404,7 @@ fn aggregator_config(
         schema,
         nodes: Vec::new(),
         out: args.out.clone(),
+        security: Security::Insecure { signing_keys: None },
         request: LearnerRequest::Spec {
             spec: spec.clone(),
             publish: false,
@@ -361,15 +431,20 @@ fn aggregator_config(
 
 /// Serves every node on 127.0.0.1 with an ephemeral port, runs the aggregator (`config` with
 /// the nodes' URLs) against them, then shuts the nodes down.
-async fn serve_and_run(nodes: Vec<Node>, mut config: RunConfig) -> Result<Report> {
+async fn serve_and_run(nodes: Vec<(Node, NodeSecurity)>, mut config: RunConfig) -> Result<Report> {
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut urls = Vec::new();
     let mut servers = Vec::new();
-    for node in nodes {
+    for (node, security) in nodes {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .context("cannot listen on 127.0.0.1")?;
-        urls.push(format!("http://{}", listener.local_addr()?));
+        let scheme = if security.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        urls.push(format!("{scheme}://{}", listener.local_addr()?));
         let mut stopped = stopped.clone();
         let shutdown = async move {
             let _ = stopped.wait_for(|s| *s).await;
@@ -377,6 +452,7 @@ async fn serve_and_run(nodes: Vec<Node>, mut config: RunConfig) -> Result<Report
         servers.push(tokio::spawn(dpagg_node::transport::serve(
             listener,
             Arc::new(node),
+            security,
             shutdown,
         )));
     }

@@ -6,8 +6,13 @@
 //! ```toml
 //! data = "own.csv"                      # the aggregator's own records (relative to this file)
 //! schema = "diabetes.schema.toml"       # the public schema every organisation uses
-//! nodes = ["http://10.0.0.2:50051", "http://10.0.0.3:50051"]
+//! nodes = ["https://10.0.0.2:50051", "https://10.0.0.3:50051"]
 //! out = "report"                        # report.json and report.html go here
+//!
+//! identity = "federation/aggregator"    # ca.pem, cert.pem, key.pem, signing.key (dpagg-node certs)
+//! signing_keys = "federation/public-keys"  # <organisation>.pub for every node [default: the
+//!                                       # public-keys folder beside the identity folder]
+//! insecure = false                      # true: plain text (http:// nodes), signatures optional
 //!
 //! latest = false                        # true: take each node's newest release, whatever its spec
 //! mechanism = "objective-perturbation"  # otherwise: the spec to ask for
@@ -41,7 +46,7 @@ use dpagg_shared::cli::{ConfigError, FileSettings, Layers, Origin, Setting};
 use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Settings as given in a file, on the command line or in the environment (all optional here;
@@ -66,6 +71,17 @@ pub struct Settings {
     /// Folder for report.json and report.html.
     #[arg(long, env = "DPAGG_AGG_OUT", default_value = "report")]
     pub out: Option<PathBuf>,
+    /// Identity folder: ca.pem, cert.pem, key.pem, signing.key (see `dpagg-node certs`).
+    #[arg(long, env = "DPAGG_AGG_IDENTITY")]
+    pub identity: Option<PathBuf>,
+    /// Folder of the organisations' public signing keys, <organisation>.pub [default: the
+    /// public-keys folder beside the identity folder].
+    #[arg(long, env = "DPAGG_AGG_SIGNING_KEYS")]
+    pub signing_keys: Option<PathBuf>,
+    /// Talk plain text to http:// nodes (development only): no TLS, and unsigned learners are
+    /// accepted (signatures are still checked when a key is known).
+    #[arg(long, env = "DPAGG_AGG_INSECURE", num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    pub insecure: Option<bool>,
     /// Take each node's newest release whatever its spec.
     #[arg(long, env = "DPAGG_AGG_LATEST", num_args = 0..=1, default_missing_value = "true", default_value = "false")]
     pub latest: Option<bool>,
@@ -260,6 +276,34 @@ pub enum TestSet {
     File(PathBuf),
 }
 
+/// How the aggregator authenticates nodes and their learners.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Security {
+    /// Mutual TLS with this identity folder; every learner must carry a valid signature by the
+    /// key in `signing_keys/<organisation>.pub`.
+    Tls {
+        /// The aggregator's identity folder.
+        identity: PathBuf,
+        /// The trusted public signing keys.
+        signing_keys: PathBuf,
+    },
+    /// Plain text; signatures are checked where a key is known, unsigned learners accepted.
+    Insecure {
+        /// The trusted public signing keys, if any.
+        signing_keys: Option<PathBuf>,
+    },
+}
+
+impl Security {
+    /// The folder of trusted public signing keys, if any.
+    pub fn signing_keys(&self) -> Option<&Path> {
+        match self {
+            Self::Tls { signing_keys, .. } => Some(signing_keys),
+            Self::Insecure { signing_keys } => signing_keys.as_deref(),
+        }
+    }
+}
+
 /// The resolved configuration of a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunConfig {
@@ -271,6 +315,8 @@ pub struct RunConfig {
     pub nodes: Vec<String>,
     /// Output folder.
     pub out: PathBuf,
+    /// TLS and signatures, or plain text.
+    pub security: Security,
     /// The release to ask for.
     pub request: LearnerRequest,
     /// Acceptance policy.
@@ -320,6 +366,8 @@ impl FileSettings for Settings {
             &mut self.schema,
             &mut self.out,
             &mut self.test_file,
+            &mut self.identity,
+            &mut self.signing_keys,
         ]
     }
 }
@@ -331,7 +379,8 @@ impl Settings {
         let mut l = Layers::read(self, matches)?;
         let data = l.require("data", |s| s.data.take())?.value;
         let schema = l.require("schema", |s| s.schema.take())?.value;
-        let nodes = nodes(&mut l)?;
+        let security = security(&mut l)?;
+        let nodes = nodes(&mut l, &security)?;
         let lambda = l.require("lambda", |s| s.lambda.take())?;
         let lambda = lambda.check(LAMBDA, positive_lambda)?;
         Ok(RunConfig {
@@ -339,6 +388,7 @@ impl Settings {
             schema,
             nodes,
             out: l.require("out", |s| s.out.take())?.value,
+            security,
             request: request(&mut l, lambda)?,
             accept: acceptance(&mut l)?,
             network: network(&mut l)?,
@@ -351,14 +401,63 @@ impl Settings {
     }
 }
 
-/// The node endpoints: at least one, each a URL.
-fn nodes(l: &mut Given<'_>) -> Result<Vec<String>, ConfigError> {
+/// TLS with an identity folder (the default), or plain text when asked for explicitly.
+fn security(l: &mut Given<'_>) -> Result<Security, ConfigError> {
+    let insecure = l.require("insecure", |s| s.insecure.take())?;
+    let identity = l.get("identity", |s| s.identity.take());
+    let keys = l.get("signing_keys", |s| s.signing_keys.take());
+    match (identity, insecure.value) {
+        (Some(_), true) => Err(insecure.invalid(
+            "true",
+            "false when `identity` is set (TLS and --insecure exclude each other)",
+        )),
+        (None, true) => Ok(Security::Insecure {
+            signing_keys: keys.map(|k| k.value),
+        }),
+        (Some(identity), false) => {
+            let signing_keys = keys.map_or_else(
+                || {
+                    let parent = identity.value.parent().unwrap_or(Path::new("."));
+                    parent.join(dpagg_node::certs::PUBLIC_KEYS_DIR)
+                },
+                |k| k.value,
+            );
+            Ok(Security::Tls {
+                identity: identity.value,
+                signing_keys,
+            })
+        }
+        (None, false) => {
+            let mut e = l.missing("identity");
+            if let dpagg_shared::cli::ConfigErrorKind::Missing { hint } = &mut e.kind {
+                hint.push_str(
+                    "; `dpagg-node certs init` makes identity folders; \
+                     --insecure talks plain text to http:// nodes",
+                );
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The node endpoints: at least one, each an https:// URL (http:// with `insecure`).
+fn nodes(l: &mut Given<'_>, security: &Security) -> Result<Vec<String>, ConfigError> {
     let nodes = l.require("nodes", |s| {
         Some(std::mem::take(&mut s.nodes)).filter(|n| !n.is_empty())
     })?;
-    let url = |n: &&String| n.starts_with("http://") || n.starts_with("https://");
-    if let Some(bad) = nodes.value.iter().find(|n| !url(n)) {
-        return Err(nodes.invalid(format!("{bad:?}"), "URLs such as http://host:port"));
+    let (scheme, requirement) = match security {
+        Security::Tls { .. } => (
+            "https://",
+            "https:// URLs such as https://host:port (TLS is on; plain text only with --insecure)",
+        ),
+        Security::Insecure { .. } => (
+            "http://",
+            "http:// URLs such as http://host:port (--insecure talks plain text: an https:// \
+             node would be spoken to without TLS)",
+        ),
+    };
+    if let Some(bad) = nodes.value.iter().find(|n| !n.starts_with(scheme)) {
+        return Err(nodes.invalid(format!("{bad:?}"), requirement));
     }
     Ok(nodes.value)
 }
@@ -474,11 +573,61 @@ mod tests {
     use super::*;
     use clap::FromArgMatches;
 
+    /// A config file with `text`, in plain text (`insecure = true`) unless it names an identity.
     fn write(text: &str) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("aggregator.toml");
+        let text = if text.contains("identity") {
+            text.to_owned()
+        } else {
+            format!("insecure = true\n{text}")
+        };
         std::fs::write(&path, text).expect("write");
         (dir, path)
+    }
+
+    #[test]
+    fn tls_is_the_default_and_schemes_must_match_it() {
+        let (dir, path) = write(
+            "identity = \"fed/aggregator\"\ndata = \"own.csv\"\nschema = \"s.toml\"\nnodes = [\"https://a:1\"]\n",
+        );
+        let p = path.to_str().expect("utf8");
+        let c = resolve(&["--config", p]).expect("valid");
+        assert_eq!(
+            c.security,
+            Security::Tls {
+                identity: dir.path().join("fed/aggregator"),
+                signing_keys: dir.path().join("fed/public-keys"),
+            }
+        );
+        let e = resolve(&["--config", p, "--node", "http://a:1"]).expect_err("plain URL");
+        assert!(e.to_string().contains("https://"), "{e}");
+        let e = resolve(&["--config", p, "--insecure"]).expect_err("both");
+        assert_eq!(e.key, "insecure");
+        let e = resolve(&[
+            "--data",
+            "d.csv",
+            "--schema",
+            "s.toml",
+            "--node",
+            "https://a:1",
+        ])
+        .expect_err("no identity");
+        assert!(
+            e.to_string().contains("identity") && e.to_string().contains("--insecure"),
+            "{e}"
+        );
+        let e = resolve(&[
+            "--insecure",
+            "--data",
+            "d.csv",
+            "--schema",
+            "s.toml",
+            "--node",
+            "https://a:1",
+        ])
+        .expect_err("https in plain text");
+        assert!(e.to_string().contains("without TLS"), "{e}");
     }
 
     /// Resolves settings given as command-line arguments (tests set no DPAGG_AGG_* variable).
@@ -532,7 +681,8 @@ mod tests {
         assert!(e.to_string().contains("`nodes`"), "{e}");
         assert_eq!(e.origin, Origin::File(path));
 
-        let e = resolve(&["--data", "x.csv", "--schema", "s.toml"]).expect_err("no nodes");
+        let e = resolve(&["--insecure", "--data", "x.csv", "--schema", "s.toml"])
+            .expect_err("no nodes");
         assert!(e.to_string().contains("--node"), "{e}");
     }
 
@@ -574,6 +724,7 @@ mod tests {
         let e = resolve(&["--config", path, "--test-file", "t.csv"]).expect_err("both");
         assert!(e.to_string().contains("test_fraction"), "{e}");
         let c = resolve(&[
+            "--insecure",
             "--data",
             "d.csv",
             "--schema",

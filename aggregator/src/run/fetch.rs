@@ -5,9 +5,16 @@
 //! Nodes are started in the order given, at most `concurrency` at a time. Only failures that may
 //! pass (unreachable, timeout, `UNAVAILABLE`) are retried; a refusal (`NOT_FOUND`,
 //! `PERMISSION_DENIED`, `RESOURCE_EXHAUSTED`, …) is final.
+//!
+//! With TLS ([`Client::tls`]) every connection is mutual TLS with the federation's CA, and a node
+//! whose certificate names another organisation than the one it describes itself as is excluded
+//! ([`Exclusion::IdentityMismatch`]). Whatever a node sends is bounded before it is kept: replies
+//! over 1 MiB are refused by the decoder, and strings that reach reports and terminals are cut to
+//! [`MAX_TEXT`] characters with control characters replaced ([`clean`]).
 
 use crate::run::config::{LearnerRequest, Network};
 use crate::run::validate::Violation;
+use dpagg_node::tls::{ClientTls, ConnectError, check_organisation_id};
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::get_learner_request::Selector;
 use dpagg_proto::v1::organisation_node_client::OrganisationNodeClient;
@@ -55,6 +62,13 @@ pub enum Exclusion {
     /// The same organisation or release was already included from another endpoint.
     #[error("duplicate: {0} was already included from another endpoint")]
     Duplicate(String),
+    /// The node's certificate names another organisation than its `Describe`, or the node's
+    /// identity is unusable.
+    #[error("identity: {0}")]
+    IdentityMismatch(String),
+    /// The learner's signature is missing or does not verify against the organisation's key.
+    #[error("signature: {0}")]
+    Signature(String),
 }
 
 impl Exclusion {
@@ -68,15 +82,47 @@ impl Exclusion {
             Self::Refused { .. } => "refused",
             Self::Invalid(v) => v.code(),
             Self::Duplicate(_) => "duplicate",
+            Self::IdentityMismatch(_) => "identity",
+            Self::Signature(_) => "signature",
         }
     }
+}
+
+/// Longest text kept from a node (ids, messages, reasons), in characters.
+pub const MAX_TEXT: usize = 300;
+
+/// Largest reply accepted from a node (a learner of dimension d is about 8d bytes plus a few
+/// kilobytes of metadata; Describe carries the schema's text).
+pub const MAX_REPLY_BYTES: usize = 1 << 20;
+
+/// `text` made safe for reports and terminals: control characters (escape sequences, newlines)
+/// replaced by `�`, cut to `max` characters with `…`.
+pub fn clean(text: &str, max: usize) -> String {
+    let mut out: String = text
+        .chars()
+        .take(max)
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect();
+    if text.chars().nth(max).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// How the aggregator reaches nodes.
+#[derive(Debug, Clone, Default)]
+pub struct Client {
+    /// Mutual TLS (`None`: plain text, `--insecure`).
+    pub tls: Option<ClientTls>,
 }
 
 /// What a node returned.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fetched {
-    /// The organisation id from `Describe`.
+    /// The organisation id from `Describe` (checked against the certificate with TLS).
     pub organisation_id: String,
+    /// The organisation named by the node's TLS certificate (`None` in plain text).
+    pub certificate_identity: Option<String>,
     /// The schema fingerprint from `Describe`.
     pub described_fingerprint: String,
     /// The learner.
@@ -116,11 +162,17 @@ fn chain(e: &dyn std::error::Error) -> String {
         }
         cur = c.source();
     }
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    clean(
+        &s.split_whitespace().collect::<Vec<_>>().join(" "),
+        MAX_TEXT,
+    )
 }
 
 fn from_status(s: &tonic::Status, attempts: u32) -> Failure {
-    let message = s.message().split_whitespace().collect::<Vec<_>>().join(" ");
+    let message = clean(
+        &s.message().split_whitespace().collect::<Vec<_>>().join(" "),
+        MAX_TEXT,
+    );
     match s.code() {
         Code::Unavailable | Code::Cancelled | Code::Unknown => Failure {
             exclusion: Exclusion::Unreachable {
@@ -157,27 +209,77 @@ fn selector(request: &LearnerRequest) -> Selector {
     }
 }
 
+/// Connects to `url`: mutual TLS (returning the certificate's organisation) or plain text.
+async fn connect(
+    url: &str,
+    client: &Client,
+    net: Network,
+    attempts: u32,
+) -> Result<(Channel, Option<String>), Failure> {
+    let unreachable = |detail: String| Failure {
+        exclusion: Exclusion::Unreachable { attempts, detail },
+        retry: true,
+    };
+    let configure = |e: Endpoint| e.connect_timeout(net.timeout).timeout(net.timeout);
+    match &client.tls {
+        Some(tls) => match tls.connect(url, configure).await {
+            Ok((channel, identity)) => Ok((channel, Some(identity))),
+            Err(ConnectError::Transport(e)) => Err(unreachable(chain(&e))),
+            Err(ConnectError::Tls(e)) => Err(Failure {
+                exclusion: Exclusion::IdentityMismatch(clean(&e.to_string(), MAX_TEXT)),
+                retry: false,
+            }),
+        },
+        None => {
+            let endpoint = Endpoint::from_shared(url.to_owned()).map_err(|e| Failure {
+                exclusion: Exclusion::BadEndpoint(format!("{url}: {}", chain(&e))),
+                retry: false,
+            })?;
+            let channel = configure(endpoint)
+                .connect()
+                .await
+                .map_err(|e| unreachable(chain(&e)))?;
+            Ok((channel, None))
+        }
+    }
+}
+
 /// One attempt; `described` is set as soon as the node has said who it is.
 async fn attempt(
-    endpoint: &Endpoint,
+    url: &str,
+    client: &Client,
+    net: Network,
     request: &LearnerRequest,
     attempts: u32,
     described_as: &mut Option<String>,
 ) -> Result<Fetched, Failure> {
-    let channel: Channel = endpoint.connect().await.map_err(|e| Failure {
-        exclusion: Exclusion::Unreachable {
-            attempts,
-            detail: chain(&e),
-        },
-        retry: true,
-    })?;
-    let mut client = OrganisationNodeClient::new(channel);
+    let (channel, certified) = connect(url, client, net, attempts).await?;
+    let mut client =
+        OrganisationNodeClient::new(channel).max_decoding_message_size(MAX_REPLY_BYTES);
     let described = client
         .describe(pb::DescribeRequest {})
         .await
         .map_err(|s| from_status(&s, attempts))?
         .into_inner();
-    *described_as = Some(described.organisation_id.clone());
+    let refuse = |why: String| Failure {
+        exclusion: Exclusion::IdentityMismatch(why),
+        retry: false,
+    };
+    let id = described.organisation_id.clone();
+    if let Err(rule) = check_organisation_id(&id) {
+        return Err(refuse(format!(
+            "the node describes itself as {:?}, which is not an organisation id ({rule})",
+            clean(&id, 80)
+        )));
+    }
+    *described_as = Some(id.clone());
+    if let Some(cert) = &certified
+        && *cert != id
+    {
+        return Err(refuse(format!(
+            "the node describes itself as {id:?}, but its certificate is {cert:?}'s"
+        )));
+    }
     let got = client
         .get_learner(pb::GetLearnerRequest {
             selector: Some(selector(request)),
@@ -202,16 +304,22 @@ async fn attempt(
     };
     Ok(Fetched {
         organisation_id: described.organisation_id,
-        described_fingerprint: described.schema_fingerprint,
+        certificate_identity: certified,
+        described_fingerprint: clean(&described.schema_fingerprint, 128),
         learner,
     })
 }
 
 /// Fetches from one node, retrying what may pass.
-pub async fn fetch_one(url: &str, request: &LearnerRequest, net: Network) -> NodeOutcome {
+pub async fn fetch_one(
+    url: &str,
+    request: &LearnerRequest,
+    net: Network,
+    client: &Client,
+) -> NodeOutcome {
     let start = Instant::now();
     let mut organisation_id = None;
-    let result = fetch_with_retries(url, request, net, &mut organisation_id).await;
+    let result = fetch_with_retries(url, request, net, client, &mut organisation_id).await;
     NodeOutcome {
         endpoint: url.to_owned(),
         organisation_id,
@@ -224,19 +332,16 @@ async fn fetch_with_retries(
     url: &str,
     request: &LearnerRequest,
     net: Network,
+    client: &Client,
     described_as: &mut Option<String>,
 ) -> Result<Fetched, Exclusion> {
-    let endpoint = Endpoint::from_shared(url.to_owned())
-        .map_err(|e| Exclusion::BadEndpoint(format!("{url}: {}", chain(&e))))?
-        .connect_timeout(net.timeout)
-        .timeout(net.timeout);
     let mut backoff = net.backoff;
     let mut attempts = 0;
     loop {
         attempts += 1;
         let failure = match tokio::time::timeout(
             net.timeout,
-            attempt(&endpoint, request, attempts, described_as),
+            attempt(url, client, net, request, attempts, described_as),
         )
         .await
         {
@@ -265,16 +370,17 @@ pub async fn fetch_all(
     endpoints: &[String],
     request: &LearnerRequest,
     net: Network,
+    client: &Client,
 ) -> Vec<NodeOutcome> {
     let limit = Arc::new(tokio::sync::Semaphore::new(net.concurrency.max(1)));
     let mut tasks = Vec::with_capacity(endpoints.len());
     for url in endpoints {
         // Acquired here, not in the task, so that nodes start in the configured order.
         let permit = limit.clone().acquire_owned().await;
-        let (url, request) = (url.clone(), request.clone());
+        let (url, request, client) = (url.clone(), request.clone(), client.clone());
         tasks.push(tokio::spawn(async move {
             let _permit = permit;
-            fetch_one(&url, &request, net).await
+            fetch_one(&url, &request, net, &client).await
         }));
     }
     let mut out = Vec::with_capacity(tasks.len());

@@ -9,6 +9,8 @@
 //! - [`protocol`]: the protocol itself — own data, local baseline, fetch, screen, mirror averaging,
 //!   comparators — producing a [`report::Report`].
 //! - [`report`]: the terminal table, `report.json` and `report.html`.
+//! - [`trust`]: signed learners (checked before aggregation), the signed report and its
+//!   offline verification (`dpagg-aggregator verify`).
 //!
 //! A new aggregator (combiner) belongs in `dpagg_shared::aggregate` and is called from
 //! [`protocol`]; a new acceptance check belongs in [`validate`].
@@ -17,6 +19,7 @@ pub mod config;
 pub mod fetch;
 pub mod protocol;
 pub mod report;
+pub mod trust;
 pub mod validate;
 
 use anyhow::{Context, Result};
@@ -29,6 +32,14 @@ use std::io::Write;
 pub enum Command {
     /// Collect the organisations' private learners and mirror-average them on own data.
     Run(Box<config::Settings>),
+    /// Check a report offline: every included release's signature and the report's own.
+    Verify {
+        /// The report.json to check.
+        report: std::path::PathBuf,
+        /// Folder of trusted public signing keys, <organisation>.pub (e.g. federation/public-keys).
+        #[arg(long, env = "DPAGG_AGG_SIGNING_KEYS")]
+        signing_keys: std::path::PathBuf,
+    },
 }
 
 impl Command {
@@ -36,8 +47,41 @@ impl Command {
     pub fn run(self, matches: &ArgMatches, out: &mut Out) -> Result<()> {
         match self {
             Self::Run(settings) => run(&settings.resolve(matches)?, out),
+            Self::Verify {
+                report,
+                signing_keys,
+            } => {
+                let v = trust::verify_report(&report, &signing_keys)
+                    .map_err(|e| anyhow::anyhow!("REJECTED: {e}"))?;
+                for (org, release) in &v.releases {
+                    writeln!(out, "release {release} of {org}: signature valid")?;
+                }
+                writeln!(
+                    out,
+                    "{}: valid: {} signed release(s), report signed by {}",
+                    report.display(),
+                    v.releases.len(),
+                    v.report_signed_by
+                )?;
+                Ok(())
+            }
         }
     }
+}
+
+/// Signs `report` with the signing key of the identity folder `identity`.
+pub(crate) fn sign(report: &mut report::Report, identity: &std::path::Path) -> Result<()> {
+    let id = dpagg_node::tls::IdentityDir::load(identity)?;
+    let key = dpagg_proto::signature::SigningKey::load(&id.signing_key_path())
+        .context("the aggregator signs its report with signing.key from its identity folder")?;
+    report.signed_by = Some(id.organisation_id.clone());
+    report.signature = None;
+    let value = serde_json::to_value(&*report).context("cannot encode the report")?;
+    report.signature = Some(
+        trust::sign_report(&value, &key, &id.organisation_id)
+            .map_err(|e| anyhow::anyhow!("cannot sign the report: {e}"))?,
+    );
+    Ok(())
 }
 
 /// `run`: execute, print the table, write report.json and report.html.
@@ -48,7 +92,10 @@ fn run(config: &config::RunConfig, out: &mut Out) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let report = runtime.block_on(protocol::execute(config))?;
+    let mut report = runtime.block_on(protocol::execute(config))?;
+    if let config::Security::Tls { identity, .. } = &config.security {
+        sign(&mut report, identity)?;
+    }
     let printed = write!(out, "{}", report.table());
     report.write(&config.out)?;
     printed?;

@@ -10,9 +10,10 @@
 //! organisation's data (seed 001 Proposition 4.1). The aggregator's own records are never sent
 //! anywhere; the report holds accuracies on its own test split.
 
-use crate::run::config::{LearnerRequest, RunConfig, TestSet};
-use crate::run::fetch::{Exclusion, NodeOutcome, fetch_all};
+use crate::run::config::{LearnerRequest, RunConfig, Security, TestSet};
+use crate::run::fetch::{Client, Exclusion, NodeOutcome, fetch_all};
 use crate::run::report::{FinalView, NodeReport, Report, split_warnings};
+use crate::run::trust::{SignatureView, Trust};
 use crate::run::validate::{Context as Check, validate};
 use anyhow::{Context, Result, bail};
 use dpagg_shared::aggregate::select::{Candidate, SelectionConfig, choose_final};
@@ -69,18 +70,52 @@ fn own_data(config: &RunConfig) -> Result<OwnData> {
     })
 }
 
-/// An accepted learner: the index of its node's outcome and the release.
+/// An accepted learner: the index of its node's outcome, the release, its signature and the
+/// bytes the node served.
 struct Accepted {
     index: usize,
     learner: PublishedLearner,
+    signature: Option<SignatureView>,
+    served: String,
+    certificate_identity: Option<String>,
 }
 
-/// Validates every fetched learner and drops duplicates (same organisation or release twice).
-fn screen(outcomes: &mut [NodeOutcome], check: &Check<'_>) -> Vec<Accepted> {
+/// How the aggregator reaches nodes: mutual TLS with its identity folder, or plain text.
+pub fn client(security: &Security) -> Result<Client> {
+    Ok(match security {
+        Security::Tls { identity, .. } => Client {
+            tls: Some(
+                dpagg_node::tls::IdentityDir::load(identity)?
+                    .client()
+                    .context("cannot set up TLS")?,
+            ),
+        },
+        Security::Insecure { .. } => {
+            tracing::warn!(
+                "talking PLAIN TEXT to the nodes (--insecure): nobody's identity is checked"
+            );
+            Client::default()
+        }
+    })
+}
+
+/// Checks signatures, validates every fetched learner and drops duplicates (same organisation
+/// or release twice).
+fn screen(outcomes: &mut [NodeOutcome], check: &Check<'_>, trust: &Trust) -> Vec<Accepted> {
+    use prost::Message;
     let mut seen: HashMap<String, String> = HashMap::new();
     let mut accepted = Vec::new();
     for (index, o) in outcomes.iter_mut().enumerate() {
         let Ok(f) = &o.result else { continue };
+        let signature = match trust.check(&f.organisation_id, &f.learner) {
+            Ok(s) => s,
+            Err(e) => {
+                o.result = Err(e);
+                continue;
+            }
+        };
+        let served = dpagg_proto::signature::hex(&f.learner.encode_to_vec());
+        let certificate_identity = f.certificate_identity.clone();
         let learner = match validate(&f.learner, &f.described_fingerprint, check) {
             Ok(learner) => learner,
             Err(v) => {
@@ -99,7 +134,13 @@ fn screen(outcomes: &mut [NodeOutcome], check: &Check<'_>) -> Vec<Accepted> {
         for k in keys {
             seen.insert(k, o.endpoint.clone());
         }
-        accepted.push(Accepted { index, learner });
+        accepted.push(Accepted {
+            index,
+            learner,
+            signature,
+            served,
+            certificate_identity,
+        });
     }
     accepted
 }
@@ -107,7 +148,8 @@ fn screen(outcomes: &mut [NodeOutcome], check: &Check<'_>) -> Vec<Accepted> {
 /// Runs the whole protocol and returns the report (nothing is written).
 pub async fn execute(config: &RunConfig) -> Result<Report> {
     let own = own_data(config)?;
-    let mut outcomes = fetch_all(&config.nodes, &config.request, config.network).await;
+    let client = client(&config.security)?;
+    let mut outcomes = fetch_all(&config.nodes, &config.request, config.network, &client).await;
     let fingerprint = own.schema.fingerprint();
     let check = Check {
         dim: own.schema.dim(),
@@ -115,7 +157,7 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         accept: config.accept,
         request: &config.request,
     };
-    let accepted = screen(&mut outcomes, &check);
+    let accepted = screen(&mut outcomes, &check, &Trust::new(&config.security));
     if accepted.len() < config.accept.min_learners {
         let reasons: Vec<String> = outcomes
             .iter()
@@ -160,6 +202,9 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
     for (k, a) in accepted.iter().enumerate() {
         let node = &mut nodes[a.index];
         node.describe_release(&a.learner, &own.test);
+        node.signature = a.signature.clone();
+        node.release_protobuf = Some(a.served.clone());
+        node.certificate_identity = a.certificate_identity.clone();
         node.mixing_weight = Some(fin.mixing_weights[k]);
         node.mixing_weight_with_own = Some(fin.mixing_weights_with_own[k]);
     }
@@ -186,6 +231,8 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         summary: Vec::new(),
         warnings,
         nodes,
+        signed_by: None,
+        signature: None,
     }
     .with_summary())
 }

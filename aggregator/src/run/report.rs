@@ -5,6 +5,7 @@
 //! must not be able to inject markup into the aggregator's report.
 
 use crate::run::fetch::NodeOutcome;
+use crate::run::trust::SignatureView;
 use anyhow::{Context, Result};
 use dpagg_shared::Dataset;
 use dpagg_shared::aggregate::select::{Candidate, FinalModel, paired_gain};
@@ -53,6 +54,13 @@ pub struct NodeReport {
     pub exclusion: Option<ExclusionView>,
     /// Milliseconds spent on this node.
     pub elapsed_ms: u128,
+    /// The organisation named by the node's TLS certificate (absent in plain text).
+    pub certificate_identity: Option<String>,
+    /// The organisation's signature over the release (absent for an unsigned release).
+    pub signature: Option<SignatureView>,
+    /// The release exactly as the node served it: the protobuf encoding of its
+    /// `PrivateLearner`, in hex. `dpagg-aggregator verify` checks the signature over it.
+    pub release_protobuf: Option<String>,
 }
 
 impl NodeReport {
@@ -73,6 +81,9 @@ impl NodeReport {
             mixing_weight_with_own: None,
             exclusion: None,
             elapsed_ms: o.elapsed.as_millis(),
+            certificate_identity: None,
+            signature: None,
+            release_protobuf: None,
         };
         match &o.result {
             Ok(_) => r.status = "included",
@@ -144,6 +155,11 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// One line per node, in the configured order.
     pub nodes: Vec<NodeReport>,
+    /// The aggregator's organisation (from its certificate), when it signs the report.
+    pub signed_by: Option<String>,
+    /// The aggregator's signature over this report (`dpagg-aggregator verify`; see
+    /// `crate::run::trust`). Absent from plain-text runs.
+    pub signature: Option<SignatureView>,
 }
 
 /// What the final model says in words about its privacy.
@@ -686,7 +702,12 @@ mod tests {
                 mixing_weight_with_own: Some(0.9),
                 exclusion: None,
                 elapsed_ms: 1,
+                certificate_identity: None,
+                signature: None,
+                release_protobuf: None,
             }],
+            signed_by: None,
+            signature: None,
         }
         .with_summary();
         let html = report.html();

@@ -286,6 +286,7 @@ mod tests {
                 }),
                 ..Default::default()
             }),
+            signature: None,
         }
     }
 

@@ -1,0 +1,425 @@
+//! Organisations that know each other (issue 13), with real processes: mutual TLS refuses
+//! strangers at the handshake (another CA, an expired certificate), a certificate that names
+//! another organisation excludes the node, the write allow-list refuses a client without touching
+//! the ledger, a tampered learner fails its signature, and `verify` accepts an untouched report
+//! and rejects a modified one.
+
+use dpagg_proto::signature::SigningKey;
+use dpagg_proto::v1 as pb;
+use dpagg_proto::v1::organisation_node_server::OrganisationNodeServer;
+use dpagg_tests::{FakeNode, NodeProcess, assert_success, repo_root, run, tls_node_config};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// `dpagg-node certs init` of `orgs` into `dir/name`.
+fn federation(dir: &Path, name: &str, orgs: &str) -> PathBuf {
+    let out = dir.join(name);
+    assert_success(&run(
+        "dpagg-node",
+        &[
+            "certs",
+            "init",
+            "--out",
+            out.to_str().expect("utf8"),
+            "--org",
+            orgs,
+        ],
+        dir,
+    ));
+    out
+}
+
+/// `dpagg-node health` against `node` with the identity folder `identity`.
+fn health(node: &NodeProcess, identity: &Path) -> std::process::Output {
+    run(
+        "dpagg-node",
+        &[
+            "health",
+            "--addr",
+            &node.addr,
+            "--identity",
+            identity.to_str().expect("utf8"),
+            "--timeout",
+            "5",
+        ],
+        Path::new("."),
+    )
+}
+
+/// Writes the aggregator's own rows (Diabetes rows 400…) and a TLS aggregator config.
+fn aggregator_config(dir: &Path, identity: &Path, nodes: &[String], extra: &str) -> PathBuf {
+    let csv = std::fs::read_to_string(repo_root().join("data/diabetes.csv")).expect("data");
+    let mut lines = csv.lines();
+    let mut own = format!("{}\n", lines.next().expect("header"));
+    for l in lines.skip(400).take(200) {
+        own.push_str(l);
+        own.push('\n');
+    }
+    std::fs::write(dir.join("own.csv"), own).expect("write");
+    std::fs::copy(
+        repo_root().join("data/diabetes.schema.toml"),
+        dir.join("agg.schema.toml"),
+    )
+    .expect("copy");
+    let list: Vec<String> = nodes.iter().map(|n| format!("{n:?}")).collect();
+    let path = dir.join("aggregator.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "identity = {:?}\ndata = \"own.csv\"\nschema = \"agg.schema.toml\"\nout = \"report\"\nnodes = [{}]\ntimeout_ms = 5000\nretries = 0\nlambda = 0.01\n{extra}",
+            identity.to_str().expect("utf8"),
+            list.join(", ")
+        ),
+    )
+    .expect("write");
+    path
+}
+
+fn run_aggregator(dir: &Path, config: &Path) -> std::process::Output {
+    run(
+        "dpagg-aggregator",
+        &["run", "--config", config.to_str().expect("utf8")],
+        dir,
+    )
+}
+
+fn report(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("report/report.json")).expect("report.json");
+    serde_json::from_str(&text).expect("json")
+}
+
+fn node_line(report: &Value, i: usize) -> &Value {
+    &report["nodes"][i]
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn strangers_are_refused_at_the_handshake() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let fed = federation(d, "fed", "org-1,aggregator");
+    let other = federation(d, "other", "aggregator");
+    let node = NodeProcess::start(&tls_node_config(d, "org-1", &fed.join("org-1"), false, ""));
+
+    assert_success(&health(&node, &fed.join("aggregator")));
+
+    let out = health(&node, &other.join("aggregator"));
+    assert!(!out.status.success(), "another CA's certificate is refused");
+
+    assert_success(&run(
+        "dpagg-node",
+        &[
+            "certs",
+            "issue",
+            "--ca",
+            fed.join("ca").to_str().expect("utf8"),
+            "--out",
+            d.join("expired").to_str().expect("utf8"),
+            "--org",
+            "aggregator",
+            "--not-before",
+            "2020-01-01T00:00:00Z",
+            "--days",
+            "1",
+        ],
+        d,
+    ));
+    let out = health(&node, &d.join("expired/aggregator"));
+    assert!(!out.status.success(), "an expired certificate is refused");
+
+    // Plain text to a TLS node gets nowhere either.
+    let out = run(
+        "dpagg-node",
+        &[
+            "health",
+            "--addr",
+            &node.addr,
+            "--insecure",
+            "--timeout",
+            "3",
+        ],
+        d,
+    );
+    assert!(!out.status.success(), "plain text is refused");
+}
+
+#[test]
+fn a_node_cannot_serve_under_another_organisations_certificate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let fed = federation(d, "fed", "org-1,org-2");
+    let config = tls_node_config(d, "org-1", &fed.join("org-2"), false, "");
+    let out = run(
+        "dpagg-node",
+        &["serve", "--config", config.to_str().expect("utf8")],
+        d,
+    );
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(e.contains("\"org-2\"") && e.contains("\"org-1\""), "{e}");
+}
+
+/// A fake node that says it is `claims` and serves `learner`.
+fn impostor(claims: &str, learner: pb::PrivateLearner) -> FakeNode {
+    FakeNode {
+        id: claims.to_owned(),
+        fingerprint: learner
+            .metadata
+            .as_ref()
+            .map(|m| m.schema_fingerprint.clone())
+            .unwrap_or_default(),
+        learner,
+        delay: std::time::Duration::ZERO,
+    }
+}
+
+/// Serves `impostor` with mutual TLS as the organisation of the identity folder `identity` on an
+/// ephemeral port, in a thread of its own, until the sender is dropped.
+fn serve_impostor(
+    impostor: FakeNode,
+    identity: &Path,
+) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let read = |f: &str| std::fs::read(identity.join(f)).expect("identity file");
+    let tls = tonic::transport::ServerTlsConfig::new()
+        .identity(tonic::transport::Identity::from_pem(
+            read("cert.pem"),
+            read("key.pem"),
+        ))
+        .client_ca_root(tonic::transport::Certificate::from_pem(read("ca.pem")));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let url = format!("https://{}", listener.local_addr().expect("addr"));
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            tonic::transport::Server::builder()
+                .tls_config(tls)
+                .expect("tls")
+                .add_service(OrganisationNodeServer::new(impostor))
+                .serve_with_incoming_shutdown(
+                    tonic::transport::server::TcpIncoming::from(listener),
+                    async {
+                        let _ = rx.await;
+                    },
+                )
+                .await
+                .expect("serve");
+        });
+    });
+    (url, tx)
+}
+
+/// The learner org-1's real node serves (fetched through a TLS aggregator run's report).
+fn real_learner(report: &Value) -> pb::PrivateLearner {
+    use prost::Message;
+    let hex = node_line(report, 0)["release_protobuf"]
+        .as_str()
+        .expect("release_protobuf");
+    let bytes = dpagg_proto::signature::unhex(hex).expect("hex");
+    pb::PrivateLearner::decode(bytes.as_slice()).expect("protobuf")
+}
+
+#[test]
+fn identities_signatures_and_reports_are_checked_end_to_end() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let fed = federation(d, "fed", "org-1,org-2,org-3,aggregator");
+    let keys = fed.join("public-keys");
+    // org-1 accepts publish requests from the aggregator only.
+    let node = NodeProcess::start(&tls_node_config(
+        d,
+        "org-1",
+        &fed.join("org-1"),
+        true,
+        "write = [\"aggregator\"]",
+    ));
+    let ledger = || {
+        let config = d.join("org-1.toml");
+        let out = run(
+            "dpagg-node",
+            &["ledger", "--config", config.to_str().expect("utf8")],
+            d,
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+
+    // A client that is not on the write list: PERMISSION_DENIED naming it, and no charge.
+    let as_org2 = d.join("as-org-2");
+    std::fs::create_dir_all(&as_org2).expect("mkdir");
+    let config = aggregator_config(
+        &as_org2,
+        &fed.join("org-2"),
+        &[node.https_url()],
+        "publish = true\n",
+    );
+    let out = run_aggregator(&as_org2, &config);
+    assert!(!out.status.success(), "no learner, so the run fails");
+    let e = stderr(&out);
+    assert!(
+        e.contains("PermissionDenied") && e.contains("dpagg://org/org-2"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("aggregator may"),
+        "the list is not revealed: {e}"
+    );
+    assert!(
+        !d.join("org-1-state/node.sqlite").exists() || ledger().contains("0 release(s)"),
+        "the ledger is unchanged: {}",
+        ledger()
+    );
+
+    // The aggregator may publish: a signed learner, a signed report that verifies.
+    let agg = d.join("agg");
+    std::fs::create_dir_all(&agg).expect("mkdir");
+    let config = aggregator_config(
+        &agg,
+        &fed.join("aggregator"),
+        &[node.https_url()],
+        "publish = true\n",
+    );
+    let out = run_aggregator(&agg, &config);
+    assert_success(&out);
+    let r = report(&agg);
+    assert_eq!(node_line(&r, 0)["status"], "included", "{r}");
+    assert_eq!(node_line(&r, 0)["certificate_identity"], "org-1");
+    assert_eq!(node_line(&r, 0)["signature"]["organisation_id"], "org-1");
+    assert_eq!(r["signed_by"], "aggregator");
+    assert!(ledger().contains("1 release(s)"), "{}", ledger());
+    let report_path = agg.join("report/report.json");
+    let verify = |path: &Path| {
+        run(
+            "dpagg-aggregator",
+            &[
+                "verify",
+                path.to_str().expect("utf8"),
+                "--signing-keys",
+                keys.to_str().expect("utf8"),
+            ],
+            d,
+        )
+    };
+    let out = verify(&report_path);
+    assert_success(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("valid: 1 signed release(s)"));
+
+    // Modified reports are rejected: a number of the report, or the release bytes.
+    let mut changed = r.clone();
+    changed["final_model"]["test_accuracy"] = Value::from(0.99);
+    let modified = d.join("modified.json");
+    std::fs::write(&modified, serde_json::to_vec(&changed).expect("json")).expect("write");
+    let out = verify(&modified);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("modified"), "{}", stderr(&out));
+    let mut learner = real_learner(&r);
+    learner.weights[0] *= -10.0;
+    let mut changed = r.clone();
+    changed["nodes"][0]["release_protobuf"] = Value::from(dpagg_proto::signature::hex(
+        &prost::Message::encode_to_vec(&learner),
+    ));
+    std::fs::write(&modified, serde_json::to_vec(&changed).expect("json")).expect("write");
+    let out = verify(&modified);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("signature does not match"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A relay that holds org-1's TLS identity but alters the weights: the signature fails.
+    let (relay, _stop_relay) = serve_impostor(impostor("org-1", learner), &fed.join("org-1"));
+    // org-2's valid certificate on a node that claims to be org-1, replaying org-1's genuine
+    // signed release: excluded for its identity.
+    let (claims_org_1, _stop_impostor) =
+        serve_impostor(impostor("org-1", real_learner(&r)), &fed.join("org-2"));
+    // org-3's own certificate and its own name, but org-1's release: the signature is not
+    // org-3's.
+    let (replayer, _stop_replayer) =
+        serve_impostor(impostor("org-3", real_learner(&r)), &fed.join("org-3"));
+    let agg2 = d.join("agg2");
+    std::fs::create_dir_all(&agg2).expect("mkdir");
+    let config = aggregator_config(
+        &agg2,
+        &fed.join("aggregator"),
+        &[relay, claims_org_1, replayer, node.https_url()],
+        "",
+    );
+    let out = run_aggregator(&agg2, &config);
+    assert_success(&out);
+    let r = report(&agg2);
+    let code = |i: usize| {
+        node_line(&r, i)["exclusion"]["code"]
+            .as_str()
+            .map(str::to_owned)
+    };
+    assert_eq!(
+        code(0).as_deref(),
+        Some("signature"),
+        "{}",
+        node_line(&r, 0)
+    );
+    assert_eq!(code(1).as_deref(), Some("identity"), "{}", node_line(&r, 1));
+    assert_eq!(
+        code(2).as_deref(),
+        Some("signature"),
+        "{}",
+        node_line(&r, 2)
+    );
+    assert_eq!(
+        node_line(&r, 3)["status"],
+        "included",
+        "the real org-1 is kept"
+    );
+    assert_eq!(r["included"], 1);
+}
+
+#[test]
+fn signing_keys_sign_what_the_node_serves() {
+    // The signing key certs writes is the one the proto crate reads (no format drift).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fed = federation(dir.path(), "fed", "org-1");
+    let key = SigningKey::load(&fed.join("org-1/signing.key")).expect("signing key");
+    let public = std::fs::read_to_string(fed.join("public-keys/org-1.pub")).expect("pub");
+    assert_eq!(public.trim(), dpagg_proto::signature::hex(key.public_key()));
+}
+
+#[test]
+fn plain_text_and_tls_endpoints_do_not_mix() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let fed = federation(d, "fed", "aggregator");
+    let config = aggregator_config(
+        d,
+        &fed.join("aggregator"),
+        &["http://127.0.0.1:1".into()],
+        "",
+    );
+    let out = run_aggregator(d, &config);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("https://"), "{}", stderr(&out));
+    let out = run(
+        "dpagg-aggregator",
+        &[
+            "run",
+            "--insecure",
+            "--data",
+            "own.csv",
+            "--schema",
+            "agg.schema.toml",
+            "--node",
+            "https://127.0.0.1:1",
+        ],
+        d,
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("without TLS"),
+        "https:// is never spoken to in plain text: {}",
+        stderr(&out)
+    );
+}
