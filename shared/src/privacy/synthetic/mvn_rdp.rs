@@ -519,8 +519,9 @@ impl MvnRdp {
         }
     }
 
-    /// The curve of [`MvnRdp::dataset_epsilon`] over `orders` (+∞ where either theorem does not
-    /// apply): what a node holding n rows charges under add/remove-one.
+    /// The curve of [`MvnRdp::dataset_epsilon`] over `orders` (+∞ at the orders where the theorem
+    /// at n or at n − 1 does not apply): what a node holding n rows charges under add/remove-one.
+    /// The whole curve is refused with [`MvnRdpError::RemovalOutsideDomain`] when n − 1 ≤ d.
     pub fn dataset_curve(&self, orders: &[f64]) -> Result<RdpCurve, MvnRdpError> {
         self.curve_with(orders, |alpha| self.dataset_epsilon(alpha))
     }
