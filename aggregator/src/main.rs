@@ -8,7 +8,8 @@
 //! - `run`: collect the organisations' learners over gRPC, validate them, mirror-average them on
 //!   the aggregator's own data and report accuracy against the local-only baseline (`run`).
 //! - `demo`: K real nodes on loopback and one `run` against them (`lab::demo`).
-//! - `privacy`: the Gibbs β bound, DP-SGD's ε and σ calibration (`lab::privacy`).
+//! - `privacy`: the Gibbs β bound, DP-SGD's ε and σ calibration, seed 003's RDP of synthetic
+//!   rows from a multivariate normal (`lab::privacy`).
 //! - `bench`: timings of the solver, mirror averaging and the full synthetic sweep against their
 //!   baselines and targets.
 //! - `bench-fetch`: collecting learners from 100 `dpagg-node` processes, concurrent against
@@ -42,8 +43,9 @@ fn main() -> ExitCode {
         |_: &Command| "warn",
         |command, matches, out| match command {
             Command::Run(c) => c.run(matches, out),
-            // The lab prints with println! for now; a closed stdout still panics there.
-            Command::Lab(c) => c.run(),
+            // The lab prints with println! for now (except `privacy`, through `out`); a closed
+            // stdout still panics there.
+            Command::Lab(c) => c.run(out),
         },
     )
 }

@@ -515,3 +515,158 @@ fn privacy_calculators() {
         &["sampling rate"],
     );
 }
+
+/// Whether `value` is within half a unit of the last digit of `printed` (as the paper rounds).
+fn rounds_to_printed(value: f64, printed: &str) -> bool {
+    let decimals = printed.split_once('.').map_or(0, |(_, f)| f.len());
+    let paper: f64 = printed.parse().expect("a number");
+    (value - paper).abs() <= 0.5 * 10f64.powi(-(decimals as i32))
+}
+
+/// The number after the first line prefix `prefix` in `text`.
+fn number_after(text: &str, prefix: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no `{prefix}` in:\n{text}"))
+}
+
+#[test]
+fn privacy_mvn_rdp_reproduces_seed_003() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stdout = |args: &[&str]| {
+        let out = run("dpagg-aggregator", args, dir.path());
+        assert_success(&out);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // --tables: every cell of Tables 1 and 2, rows identified by their label, values as the
+    // paper prints them (Table 1's rows; Table 2's α rows of the n = 10⁶ then 10⁷ blocks).
+    let text = stdout(&["privacy", "mvn-rdp", "--tables"]);
+    let paper: [(&str, [&str; 4]); 10] = [
+        ("private n ε", ["3535.17", "62.5859", "5.80644", "0.576462"]),
+        ("public n ε", ["6806.72", "3263.22", "3205.81", "3200.58"]),
+        ("α = 2", ["7.49906", "9.80164", "12.1042", "14.4068"]),
+        ("α = 4", ["7.34149", "8.10902", "8.8766", "9.64408"]),
+        ("α = 7", ["10.9782", "11.3620", "11.7458", "12.1295"]),
+        ("α = 10", ["15.1698", "15.4257", "15.6815", "15.9374"]),
+        ("α = 2", ["4.893309", "7.195894", "9.498479", "11.801064"]),
+        ("α = 4", ["2.111518", "2.879047", "3.646575", "4.414104"]),
+        ("α = 7", ["1.776821", "2.160585", "2.54435", "2.928114"]),
+        ("α = 10", ["1.954226", "2.210069", "2.465912", "2.721754"]),
+    ];
+    let mut lines = text.lines();
+    for (label, cells) in paper {
+        let line = lines
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no row `{label}` in order in:\n{text}"));
+        let values: Vec<f64> = line[label.len()..]
+            .split_whitespace()
+            .map(|v| v.parse().expect("a number"))
+            .collect();
+        assert_eq!(values.len(), 4, "{line}");
+        for (value, printed) in values.iter().zip(cells) {
+            assert!(
+                rounds_to_printed(*value, printed),
+                "`{label}`: {value} vs the paper's {printed}\n{text}"
+            );
+        }
+    }
+    // One release: the abstract's (2.72, 10⁻⁵)-DP at n = 10⁷ (α = 10, m = n).
+    let text = stdout(&[
+        "privacy",
+        "mvn-rdp",
+        "--n",
+        "10000000",
+        "--dim",
+        "6",
+        "--sigma",
+        "0.01",
+        "--alpha",
+        "10",
+        "--samples",
+        "10000000",
+        "--delta",
+        "1e-5",
+    ]);
+    assert!(
+        rounds_to_printed(number_after(&text, "epsilon = "), "2.721754"),
+        "{text}"
+    );
+    let rdp = number_after(&text, "rdp epsilon = ");
+    assert!(
+        (rdp - (2.721754 - 1e5f64.ln() / 9.0)).abs() < 1e-5,
+        "{text}"
+    );
+    assert!(
+        text.contains("Theorem 3.1") && text.contains("add/remove-one"),
+        "{text}"
+    );
+    // --public-n: Theorem 3.2, replace-one (Table 1's public-n cell at n = 10⁴).
+    let text = stdout(&[
+        "privacy",
+        "mvn-rdp",
+        "--n",
+        "10000",
+        "--dim",
+        "6",
+        "--sigma",
+        "0.01",
+        "--alpha",
+        "4",
+        "--samples",
+        "10000",
+        "--public-n",
+    ]);
+    assert!(
+        rounds_to_printed(number_after(&text, "rdp epsilon = "), "6806.72"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Theorem 3.2") && text.contains("replace-one"),
+        "{text}"
+    );
+    // Beyond the theorem's range of orders: a one-line error naming the limit.
+    assert_one_line_error(
+        &run(
+            "dpagg-aggregator",
+            &[
+                "privacy",
+                "mvn-rdp",
+                "--n",
+                "10000",
+                "--dim",
+                "6",
+                "--sigma",
+                "0.01",
+                "--alpha",
+                "5",
+                "--samples",
+                "10",
+            ],
+            dir.path(),
+        ),
+        &["Theorem 3.1", "α < 4.16"],
+    );
+    assert_one_line_error(
+        &run(
+            "dpagg-aggregator",
+            &[
+                "privacy",
+                "mvn-rdp",
+                "--n",
+                "10000",
+                "--dim",
+                "6",
+                "--sigma",
+                "1.5",
+                "--alpha",
+                "2",
+                "--samples",
+                "10",
+            ],
+            dir.path(),
+        ),
+        &["σ = 1.5"],
+    );
+}

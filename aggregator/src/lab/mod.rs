@@ -3,7 +3,8 @@
 //! - [`simulate`]: the in-process simulation of seed 001 §5 (`dpagg_shared::simulation`).
 //! - [`experiment`]: `experiment paper` (the reproduction of seed 001 §5) and `experiment variants`.
 //! - [`demo`]: K real nodes on loopback and one `run` against them.
-//! - [`privacy`]: calculators (the Gibbs β bound, DP-SGD's ε and σ calibration).
+//! - [`privacy`]: calculators (the Gibbs β bound, DP-SGD's ε and σ calibration, seed 003's RDP of
+//!   synthetic rows from a multivariate normal).
 //! - [`bench`] and [`bench_fetch`]: timings against in-run baselines and targets.
 //!
 //! A new experiment goes under [`experiment`]; a new calculator into [`privacy`].
@@ -16,6 +17,7 @@ pub mod privacy;
 pub mod simulate;
 
 use anyhow::Result;
+use dpagg_shared::cli::Out;
 
 /// The subcommands of the lab.
 #[derive(Debug, clap::Subcommand)]
@@ -28,22 +30,22 @@ pub enum Command {
     Experiment(experiment::Args),
     /// Measure solver, mirror-averaging and simulation speed against baselines and targets.
     Bench(bench::Args),
-    /// Privacy calculators: Gibbs β bound, DP-SGD ε, σ calibration.
+    /// Privacy calculators: Gibbs β bound, DP-SGD ε, σ calibration, RDP of MVN synthetic data.
     Privacy(privacy::Args),
     /// Time collecting learners from many `dpagg-node` processes on loopback.
     BenchFetch(bench_fetch::Args),
 }
 
 impl Command {
-    /// Runs the subcommand.
-    pub fn run(self) -> Result<()> {
+    /// Runs the subcommand; `privacy` prints through `out`, the others with `println!` for now.
+    pub fn run(self, out: &mut Out) -> Result<()> {
         match self {
             Self::Demo(args) => demo::run(*args),
             Self::Simulate(args) => simulate::run(*args),
             Self::Experiment(args) => experiment::run_command(args),
             Self::Bench(args) => bench::run(args),
             Self::BenchFetch(args) => bench_fetch::run(args),
-            Self::Privacy(args) => privacy::run(args),
+            Self::Privacy(args) => privacy::run(args, out),
         }
     }
 }

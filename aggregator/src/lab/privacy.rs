@@ -5,12 +5,23 @@
 //!   eq. 13, and the exact bound of Theorem 7 that the mechanism also respects).
 //! - `dp-sgd`: ε of DP-SGD (Poisson-subsampled Gaussian, add/remove-one) from its RDP curve.
 //! - `calibrate`: the smallest noise multiplier σ meeting a target (ε, δ).
+//! - `mvn-rdp`: the Rényi DP of m synthetic rows drawn from the normal distribution fitted to the
+//!   data (seed 003 Theorem 3.1 with n private, Theorem 3.2 with `--public-n`; Proposition 2.4
+//!   over the rows, Proposition 2.5 to (ε, δ)), and `--tables`: seed 003's Tables 1 and 2.
+//!
+//! Results are written through [`Out`].
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use dpagg_shared::cli::Out;
 use dpagg_shared::privacy::accounting::{calibrate_sigma, dp_sgd_epsilon};
 use dpagg_shared::privacy::mechanism::gibbs_posterior::{
     gibbs_beta, gibbs_beta_bound, theorem7_beta_bound,
 };
+use dpagg_shared::privacy::synthetic::mvn_rdp::{
+    self, MvnRdp, NRegime, TABLE_1_N, TABLE_1_ORDER, TABLE_2_DELTAS, TABLE_2_N, TABLE_2_ORDERS,
+    TABLE_DIM, TABLE_SIGMA,
+};
+use std::io::Write;
 
 /// Arguments of `privacy`.
 #[derive(Debug, clap::Args)]
@@ -66,10 +77,46 @@ enum Calculator {
         #[arg(long)]
         delta: f64,
     },
+    /// RDP ε of m synthetic rows drawn from N(mean, covariance) of n rows in [−1, 1]^d (seed 003
+    /// Theorem 3.1, n private; Theorem 3.2 with --public-n), or seed 003's Tables 1–2 (--tables).
+    MvnRdp(MvnRdpArgs),
+}
+
+/// Arguments of `privacy mvn-rdp`.
+#[derive(Debug, clap::Args)]
+struct MvnRdpArgs {
+    /// Number of records n the mean and covariance are computed from.
+    #[arg(long, required_unless_present = "tables")]
+    n: Option<u64>,
+    /// Dimension d of a record (every feature scaled to [−1, 1]).
+    #[arg(long, required_unless_present = "tables")]
+    dim: Option<usize>,
+    /// Public lower bound σ ∈ (0, 1] on the smallest eigenvalue of the covariance.
+    #[arg(long, required_unless_present = "tables")]
+    sigma: Option<f64>,
+    /// RDP order α > 1.
+    #[arg(long, required_unless_present = "tables")]
+    alpha: Option<f64>,
+    /// Number of synthetic rows m released.
+    #[arg(long, required_unless_present = "tables")]
+    samples: Option<u64>,
+    /// n is public: replace-one neighbours and Theorem 3.2 (default: n private, add/remove-one,
+    /// Theorem 3.1).
+    #[arg(long)]
+    public_n: bool,
+    /// Also print the (ε, δ)-DP guarantee at this δ (Proposition 2.5).
+    #[arg(long)]
+    delta: Option<f64>,
+    /// Print seed 003's Tables 1 and 2, recomputed, as the paper lays them out.
+    #[arg(
+        long,
+        conflicts_with_all = ["n", "dim", "sigma", "alpha", "samples", "public_n", "delta"]
+    )]
+    tables: bool,
 }
 
 /// `privacy`.
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args, out: &mut Out) -> Result<()> {
     match args.command {
         Calculator::GibbsBeta {
             epsilon,
@@ -80,16 +127,17 @@ pub fn run(args: Args) -> Result<()> {
             let eq13 = gibbs_beta_bound(epsilon, delta, n, lambda)?;
             let theorem7 = theorem7_beta_bound(epsilon, delta, n, lambda)?;
             let used = gibbs_beta(epsilon, delta, n, lambda)?;
-            println!("beta <= {eq13} (seed 004 Corollary 8, eq. 13)");
-            println!("beta <= {theorem7} (Theorem 7, exact tail bound)");
-            println!(
+            writeln!(out, "beta <= {eq13} (seed 004 Corollary 8, eq. 13)")?;
+            writeln!(out, "beta <= {theorem7} (Theorem 7, exact tail bound)")?;
+            writeln!(
+                out,
                 "beta = {used} used by gibbs-posterior (the smaller, at most 1){}",
                 if eq13 > theorem7 {
                     ": eq. 13 alone is not sufficient at this ε"
                 } else {
                     ""
                 }
-            );
+            )?;
         }
         Calculator::DpSgd {
             q,
@@ -98,10 +146,11 @@ pub fn run(args: Args) -> Result<()> {
             delta,
         } => {
             let b = dp_sgd_epsilon(q, sigma, steps, delta)?;
-            println!(
+            writeln!(
+                out,
                 "epsilon = {} (add/remove-one, δ = {delta}, RDP order {})",
                 b.epsilon, b.order
-            );
+            )?;
         }
         Calculator::Calibrate {
             q,
@@ -111,10 +160,144 @@ pub fn run(args: Args) -> Result<()> {
         } => {
             let sigma = calibrate_sigma(q, steps, epsilon, delta)?;
             let got = dp_sgd_epsilon(q, sigma, steps, delta)?;
-            println!(
+            writeln!(
+                out,
                 "sigma = {sigma} (gives ε = {} at δ = {delta}, add/remove-one)",
                 got.epsilon
-            );
+            )?;
+        }
+        Calculator::MvnRdp(args) if args.tables => tables(out)?,
+        Calculator::MvnRdp(args) => mvn_rdp(&args, out)?,
+    }
+    Ok(())
+}
+
+/// `privacy mvn-rdp`: seed 003's guarantee of m synthetic rows.
+fn mvn_rdp(args: &MvnRdpArgs, out: &mut Out) -> Result<()> {
+    let missing = |name: &str| format!("--{name} is required without --tables");
+    let n = args.n.with_context(|| missing("n"))?;
+    let dim = args.dim.with_context(|| missing("dim"))?;
+    let sigma = args.sigma.with_context(|| missing("sigma"))?;
+    let alpha = args.alpha.with_context(|| missing("alpha"))?;
+    let samples = args.samples.with_context(|| missing("samples"))?;
+    let regime = NRegime::from_public_n(args.public_n);
+    let release = MvnRdp::new(n, dim, sigma, samples, regime)?;
+    let epsilon = release.epsilon(alpha)?;
+    writeln!(
+        out,
+        "rdp epsilon = {epsilon} (order α = {alpha}, m = {samples} rows from n = {n} records, \
+         d = {dim}, σ = {sigma}; {regime})"
+    )?;
+    let per_row = match regime {
+        NRegime::Private => {
+            let t = mvn_rdp::theorem_3_1(n, dim, sigma, alpha)?;
+            format!(
+                "{} = max(ε_α1 = {}, ε_α2 = {})",
+                t.epsilon(),
+                t.epsilon_add,
+                t.epsilon_remove
+            )
+        }
+        NRegime::Public => release.row_epsilon(alpha)?.to_string(),
+    };
+    writeln!(
+        out,
+        "per row: ε_α = {per_row} (seed 003 {}, composed over the m rows by Proposition 2.4); \
+         the theorem applies for α < {}",
+        regime.theorem(),
+        release.order_limit()
+    )?;
+    if regime == NRegime::Private {
+        match release.dataset_epsilon(alpha) {
+            Ok(all) => writeln!(
+                out,
+                "against every neighbour of an n-record dataset (also n − 1 records: Theorem 3.1 \
+                 at n − 1): rdp epsilon = {all}"
+            )?,
+            Err(e) => writeln!(
+                out,
+                "against every neighbour of an n-record dataset (also n − 1 records): no bound \
+                 ({e})"
+            )?,
+        }
+    }
+    if let Some(delta) = args.delta {
+        let dp = release.dp_epsilon(alpha, delta)?;
+        writeln!(
+            out,
+            "epsilon = {dp} (δ = {delta}, {}; Proposition 2.5: ε + log(1/δ)/(α − 1) at α = {alpha})",
+            regime.relation()
+        )?;
+    }
+    Ok(())
+}
+
+/// `x` to `digits` significant digits, as seed 003 prints most of its cells.
+fn significant(x: f64, digits: i32) -> String {
+    let magnitude = if x == 0.0 {
+        0
+    } else {
+        x.abs().log10().floor() as i32
+    };
+    let decimals = (digits - 1 - magnitude).max(0) as usize;
+    format!("{x:.decimals$}")
+}
+
+/// "10^k" for a power of ten.
+fn power_of_ten(x: f64) -> String {
+    format!("10^{}", x.log10().round() as i32)
+}
+
+/// `privacy mvn-rdp --tables`: seed 003's Tables 1 and 2 recomputed, laid out and rounded as the
+/// paper prints them (six significant digits; six decimals in Table 2's n = 10⁷ block).
+fn tables(out: &mut Out) -> Result<()> {
+    let t1 = mvn_rdp::table_1()?;
+    writeln!(
+        out,
+        "Table 1 (seed 003): RDP ε of releasing m = n rows, α = {TABLE_1_ORDER}, d = {TABLE_DIM}, \
+         σ = {TABLE_SIGMA}"
+    )?;
+    write!(out, "{:<14}", "n")?;
+    for &n in &TABLE_1_N {
+        write!(out, "{:>12}", power_of_ten(n as f64))?;
+    }
+    writeln!(out)?;
+    for (label, row) in [("private n ε", t1.private_n), ("public n ε", t1.public_n)] {
+        write!(out, "{label:<14}")?;
+        for value in row {
+            write!(out, "{:>12}", significant(value, 6))?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(
+        out,
+        "(private n: Theorem 3.1, add/remove-one; public n: Theorem 3.2, replace-one)"
+    )?;
+    writeln!(out)?;
+    let t2 = mvn_rdp::table_2()?;
+    writeln!(
+        out,
+        "Table 2 (seed 003): ε of (ε, δ)-DP by Proposition 2.5, private n (Theorem 3.1), m = n, \
+         d = {TABLE_DIM}, σ = {TABLE_SIGMA}"
+    )?;
+    for (block, &n) in t2.iter().zip(&TABLE_2_N) {
+        writeln!(out, "n = {}", power_of_ten(n as f64))?;
+        write!(out, "{:<10}", "δ")?;
+        for &delta in &TABLE_2_DELTAS {
+            write!(out, "{:>12}", power_of_ten(delta))?;
+        }
+        writeln!(out)?;
+        for (row, &alpha) in block.iter().zip(&TABLE_2_ORDERS) {
+            write!(out, "{:<10}", format!("α = {alpha}"))?;
+            for &value in row {
+                let cell = if n == TABLE_2_N[1] {
+                    format!("{value:.6}")
+                } else {
+                    significant(value, 6)
+                };
+                write!(out, "{cell:>12}")?;
+            }
+            writeln!(out)?;
         }
     }
     Ok(())

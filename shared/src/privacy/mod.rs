@@ -9,9 +9,12 @@
 //! - [`mechanism`]: private learners as values that carry their guarantee, one file each, and
 //!   [`mechanism::MechanismKind`], the names users give them.
 //! - [`accounting`]: RDP curves and the composition of a node's charges (its ledger rule).
+//! - [`synthetic`]: private synthetic data — the Rényi DP of rows sampled from the normal fitted
+//!   to the data (seed 003, [`synthetic::mvn_rdp`]).
 
 pub mod accounting;
 pub mod guarantee;
 pub mod mechanism;
 pub mod noise;
 pub mod release;
+pub mod synthetic;
