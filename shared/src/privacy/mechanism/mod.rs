@@ -47,6 +47,7 @@ pub mod objective_perturbation;
 pub mod objective_perturbation_cms2011;
 pub mod objective_perturbation_gaussian;
 pub mod output_perturbation;
+pub mod output_perturbation_cms2011;
 pub mod spec;
 
 use crate::data::dataset::Dataset;
@@ -68,6 +69,7 @@ pub use objective_perturbation::ObjectivePerturbation;
 pub use objective_perturbation_cms2011::ObjectivePerturbationCms2011;
 pub use objective_perturbation_gaussian::GaussianObjectivePerturbation;
 pub use output_perturbation::OutputPerturbation;
+pub use output_perturbation_cms2011::OutputPerturbationCms2011;
 pub use spec::LearnerSpec;
 
 /// Why a mechanism could not be built or could not release.
@@ -118,6 +120,20 @@ pub enum MechanismError {
     /// The caller stopped the work (shutdown, or a time limit); nothing is released.
     #[error(transparent)]
     Stopped(#[from] Stopped),
+    /// The snapped noise of output perturbation cannot be calibrated for this data (Mironov
+    /// 2012 Theorem 1 needs the coordinate bound below 2^46 times the Laplace scale).
+    #[error(transparent)]
+    Snapping(#[from] crate::privacy::snapping::SnappingError),
+    /// A mechanism kept for the lab's reproductions, which nodes do not release.
+    #[error(
+        "{mechanism} is kept for reproductions and not released by nodes: its f64 noise is exposed to Mironov's 2012 floating-point attack (use {instead})"
+    )]
+    ReproductionOnly {
+        /// The mechanism asked for.
+        mechanism: &'static str,
+        /// The mechanism nodes release instead.
+        instead: &'static str,
+    },
     /// The algorithm would run for more iterations than the documented cap.
     #[error(
         "{mechanism} would run {iterations} iterations on this data, more than the cap of {cap}"
