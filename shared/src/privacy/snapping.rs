@@ -168,7 +168,7 @@ impl SnappedLaplace {
 /// receiving the probability of the reals in (previous double, it] (Mironov 2012 §5.2).
 ///
 /// The binade k is geometric (the number of zero bits before the first one bit of a stream of
-/// fair bits: Pr[k] = 2^{-k-1}), capped at [`MAX_BINADE`] (probability 2^{-1020}); the significand
+/// fair bits: Pr(k) = 2^{-k-1}), capped at 1020 (probability 2^{-1020}); the significand
 /// is 1 + m·2^{-52} with m uniform in {1, …, 2^52}, so u = 2^{-k-1}·(1 + m·2^{-52}) ∈
 /// (2^{-k-1}, 2^{-k}]. Both products are exact.
 pub fn uniform_open_closed(rng: &mut NoiseSource) -> f64 {
