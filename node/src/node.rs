@@ -121,12 +121,14 @@ impl Node {
         })
     }
 
-    /// Mechanism names this node accepts under its policy (unproven ones only if allowed).
+    /// Mechanism names this node accepts under its policy (unproven ones only if allowed; never
+    /// the kinds kept for reproductions, [`MechanismKind::offered_by_nodes`]).
     pub fn mechanisms(&self) -> Vec<String> {
         MechanismKind::ALL
             .iter()
             .filter(|(_, k)| {
-                self.policy.allow_unproven || *k != MechanismKind::GibbsPosteriorUnproven
+                k.offered_by_nodes()
+                    && (self.policy.allow_unproven || *k != MechanismKind::GibbsPosteriorUnproven)
             })
             .map(|(n, _)| (*n).to_owned())
             .collect()

@@ -88,11 +88,14 @@ pub fn publish_status(e: &PublishError) -> Status {
         PublishError::Mechanism(
             MechanismError::InvalidParameter { .. }
             | MechanismError::UnknownOption { .. }
+            | MechanismError::ReproductionOnly { .. }
             | MechanismError::Accounting(_),
         ) => Status::invalid_argument(e.to_string()),
-        // The step counts these name follow from n and d, which every release publishes.
+        // The step counts and snapping bounds these name follow from n and d (and ε, λ), which
+        // every release publishes.
         PublishError::Mechanism(
             MechanismError::TooManyIterations { .. }
+            | MechanismError::Snapping(_)
             | MechanismError::Gibbs(
                 GibbsError::TooManySteps { .. } | GibbsError::DimensionTooSmall { .. },
             ),

@@ -99,6 +99,10 @@ fn learners() -> Vec<(Box<dyn Mechanism>, &'static str)> {
             "alg2",
         ),
         (auto(MechanismKind::OutputPerturbation, 1.0, 0.0), "outp"),
+        (
+            auto(MechanismKind::OutputPerturbationCms2011, 1.0, 0.0),
+            "alg1",
+        ),
         (auto(MechanismKind::DpSgd, 1.0, 1e-5), "dp-sgd"),
     ]
 }

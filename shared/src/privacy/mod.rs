@@ -6,6 +6,8 @@
 //!   [`release::PublishedLearner`] a node records and serves.
 //! - [`noise`]: [`noise::NoiseSource`], the only source of privacy noise (a CSPRNG on release
 //!   paths, seeded only in tests and simulations; invariant 4).
+//! - [`snapping`]: Mironov's snapping mechanism — Laplace noise in f64 that does not leak through
+//!   its least significant bits (what output perturbation releases).
 //! - [`mechanism`]: private learners as values that carry their guarantee, one file each, and
 //!   [`mechanism::MechanismKind`], the names users give them.
 //! - [`accounting`]: RDP curves and the composition of a node's charges (its ledger rule).
@@ -17,4 +19,5 @@ pub mod guarantee;
 pub mod mechanism;
 pub mod noise;
 pub mod release;
+pub mod snapping;
 pub mod synthetic;

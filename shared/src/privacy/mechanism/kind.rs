@@ -10,7 +10,7 @@ use super::objective_perturbation_gaussian::DeltaChoice;
 use super::{
     BstDpSgd, DpSgd, DpSgdConfig, GaussianObjectivePerturbation, GibbsPosterior, GibbsSampler,
     Mechanism, MechanismError, ObjectivePerturbation, ObjectivePerturbationCms2011,
-    OutputPerturbation, StepSize,
+    OutputPerturbation, OutputPerturbationCms2011, StepSize,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -95,8 +95,14 @@ pub enum MechanismKind {
     /// δ = 0, seed 001 Algorithm 1 / KST 2012 with Δ = 2λ_max/ε otherwise.
     #[serde(rename = "objective-perturbation-cms2011")]
     ObjectivePerturbationCms2011,
-    /// Output perturbation: ε-DP (CMS 2011 Alg. 1); δ must be 0.
+    /// Output perturbation: ε-DP (CMS 2011 Alg. 1 with per-coordinate Laplace noise snapped as
+    /// Mironov 2012 prescribes, so that the f64 release does not leak); δ must be 0.
     OutputPerturbation,
+    /// Output perturbation as published (CMS 2011 Alg. 1, Gamma-ball noise in f64), for the
+    /// lab's reproductions only: exposed to Mironov's 2012 floating-point attack, so nodes do not
+    /// offer it ([`MechanismKind::offered_by_nodes`]); δ must be 0.
+    #[serde(rename = "output-perturbation-cms2011")]
+    OutputPerturbationCms2011,
     /// A Gibbs-posterior sample by Langevin Monte Carlo with Proposition 13's step count
     /// (Minami et al. 2016): (ε, δ + (1 + e^ε)γ)-DP.
     GibbsPosterior,
@@ -113,7 +119,7 @@ pub enum MechanismKind {
 
 impl MechanismKind {
     /// All kinds with their command-line names.
-    pub const ALL: [(&'static str, MechanismKind); 7] = [
+    pub const ALL: [(&'static str, MechanismKind); 8] = [
         (
             "objective-perturbation",
             MechanismKind::ObjectivePerturbation,
@@ -123,6 +129,10 @@ impl MechanismKind {
             MechanismKind::ObjectivePerturbationCms2011,
         ),
         ("output-perturbation", MechanismKind::OutputPerturbation),
+        (
+            super::output_perturbation_cms2011::NAME,
+            MechanismKind::OutputPerturbationCms2011,
+        ),
         (super::gibbs_posterior::NAME, MechanismKind::GibbsPosterior),
         (
             super::gibbs_posterior::NAME_UNPROVEN,
@@ -154,11 +164,30 @@ impl MechanismKind {
             .join(", ")
     }
 
+    /// False for kinds kept only for the lab's reproductions, which nodes neither list nor
+    /// release: `output-perturbation-cms2011`, whose f64 noise is exposed to Mironov's 2012
+    /// attack ([`super::output_perturbation_cms2011`]).
+    pub fn offered_by_nodes(self) -> bool {
+        self.node_replacement().is_none()
+    }
+
+    /// For a kind nodes do not offer, the kind they release instead (the same algorithm made
+    /// safe); `None` for the kinds nodes offer.
+    pub fn node_replacement(self) -> Option<MechanismKind> {
+        match self {
+            Self::OutputPerturbationCms2011 => Some(Self::OutputPerturbation),
+            _ => None,
+        }
+    }
+
     /// The options this mechanism takes.
     pub fn options(self) -> &'static [OptionSpec] {
         match self {
             Self::ObjectivePerturbation => OBJECTIVE_PERTURBATION_OPTIONS,
-            Self::ObjectivePerturbationCms2011 | Self::OutputPerturbation | Self::DpSgdBst => &[],
+            Self::ObjectivePerturbationCms2011
+            | Self::OutputPerturbation
+            | Self::OutputPerturbationCms2011
+            | Self::DpSgdBst => &[],
             Self::DpSgd => DP_SGD_OPTIONS,
             Self::GibbsPosterior => GIBBS_PROVEN_OPTIONS,
             Self::GibbsPosteriorUnproven => GIBBS_UNPROVEN_OPTIONS,
@@ -221,7 +250,10 @@ impl MechanismKind {
             Self::OutputPerturbation if delta == 0.0 => {
                 Box::new(OutputPerturbation::new(epsilon, lambda)?)
             }
-            Self::OutputPerturbation => {
+            Self::OutputPerturbationCms2011 if delta == 0.0 => {
+                Box::new(OutputPerturbationCms2011::new(epsilon, lambda)?)
+            }
+            Self::OutputPerturbation | Self::OutputPerturbationCms2011 => {
                 return Err(MechanismError::InvalidParameter {
                     name: "delta",
                     value: delta,
@@ -334,6 +366,30 @@ mod tests {
             assert_eq!(kind.name(), name);
         }
         assert_eq!(MechanismKind::from_name("laplace"), None);
+    }
+
+    #[test]
+    fn only_the_unsnapped_reproduction_is_withheld_from_nodes() {
+        for (name, kind) in MechanismKind::ALL {
+            assert_eq!(
+                kind.offered_by_nodes(),
+                name != "output-perturbation-cms2011",
+                "{name}"
+            );
+        }
+        let published = MechanismKind::OutputPerturbationCms2011
+            .build(1.0, 0.0, 0.01)
+            .expect("valid");
+        assert_eq!(published.name(), "output-perturbation-cms2011");
+        let snapped = MechanismKind::OutputPerturbation
+            .build(1.0, 0.0, 0.01)
+            .expect("valid");
+        assert_eq!(snapped.name(), "output-perturbation");
+        assert!(
+            MechanismKind::OutputPerturbationCms2011
+                .build(1.0, 1e-5, 0.01)
+                .is_err()
+        );
     }
 
     #[test]

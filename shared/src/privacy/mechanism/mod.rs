@@ -23,7 +23,14 @@
 //!   exactly as published (the reproduction's learner).
 //! - [`objective_perturbation_gaussian`]: (ε, δ)-DP, seed 001 Algorithm 1 line 5 (Kifer, Smith &
 //!   Thakurta 2012), with Δ as published or by the Δ rule.
-//! - [`output_perturbation`]: ε-DP, Chaudhuri, Monteleoni & Sarwate 2011 Algorithm 1.
+//! - [`output_perturbation`]: ε-DP, Chaudhuri, Monteleoni & Sarwate 2011 Algorithm 1 with
+//!   per-coordinate Laplace noise snapped as Mironov 2012 prescribes
+//!   ([`crate::privacy::snapping`]), safe in floating point.
+//! - [`output_perturbation_cms2011`]: the same algorithm as published, with f64 noise (exposed to
+//!   Mironov's attack): for the lab's reproductions, not offered by nodes.
+//!
+//! Only output perturbation's release is protected against floating-point attacks; the other
+//! mechanisms still draw f64 noise (see [`output_perturbation`] for what would fix each).
 //! - [`gibbs_posterior`]: (ε, δ)-DP sampling from a Gibbs posterior, Minami et al. NIPS 2016
 //!   (Theorem 7 / Corollary 8 for the exact sample, Proposition 13 for Langevin Monte Carlo), with
 //!   a cheaper variant whose sampler is not covered by any proof and says so.
@@ -47,6 +54,7 @@ pub mod objective_perturbation;
 pub mod objective_perturbation_cms2011;
 pub mod objective_perturbation_gaussian;
 pub mod output_perturbation;
+pub mod output_perturbation_cms2011;
 pub mod spec;
 
 use crate::data::dataset::Dataset;
@@ -68,6 +76,7 @@ pub use objective_perturbation::ObjectivePerturbation;
 pub use objective_perturbation_cms2011::ObjectivePerturbationCms2011;
 pub use objective_perturbation_gaussian::GaussianObjectivePerturbation;
 pub use output_perturbation::OutputPerturbation;
+pub use output_perturbation_cms2011::OutputPerturbationCms2011;
 pub use spec::LearnerSpec;
 
 /// Why a mechanism could not be built or could not release.
@@ -118,6 +127,20 @@ pub enum MechanismError {
     /// The caller stopped the work (shutdown, or a time limit); nothing is released.
     #[error(transparent)]
     Stopped(#[from] Stopped),
+    /// The snapped noise of output perturbation cannot be calibrated for this data (Mironov
+    /// 2012 Theorem 1 needs the coordinate bound below 2^46 times the Laplace scale).
+    #[error(transparent)]
+    Snapping(#[from] crate::privacy::snapping::SnappingError),
+    /// A mechanism kept for the lab's reproductions, which nodes do not release.
+    #[error(
+        "{mechanism} is kept for reproductions and not released by nodes: its f64 noise is exposed to Mironov's 2012 floating-point attack (use {instead})"
+    )]
+    ReproductionOnly {
+        /// The mechanism asked for.
+        mechanism: &'static str,
+        /// The mechanism nodes release instead.
+        instead: &'static str,
+    },
     /// The algorithm would run for more iterations than the documented cap.
     #[error(
         "{mechanism} would run {iterations} iterations on this data, more than the cap of {cap}"

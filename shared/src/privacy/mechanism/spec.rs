@@ -77,8 +77,15 @@ impl LearnerSpec {
     /// private in any useful sense; above [`LAMBDA_MAX`] every weight is below 10⁻³ (for
     /// ‖x‖₂ ≤ 1 and a 1-Lipschitz loss the minimiser has ‖θ‖₂ ≤ 1/λ), so the budget would buy
     /// a learner that predicts nothing; below [`LAMBDA_MIN`] the output-perturbation and Gibbs
-    /// scales (∝ 1/λ) overflow.
+    /// scales (∝ 1/λ) overflow. Kinds kept for reproductions
+    /// ([`MechanismKind::offered_by_nodes`] false) are refused whatever the numbers.
     pub fn check_ranges(&self) -> Result<(), MechanismError> {
+        if let Some(instead) = self.kind.node_replacement() {
+            return Err(MechanismError::ReproductionOnly {
+                mechanism: self.kind.name(),
+                instead: instead.name(),
+            });
+        }
         let out = |name, value, requirement| {
             Err(MechanismError::InvalidParameter {
                 name,
@@ -157,5 +164,13 @@ mod tests {
             let e = spec.check_ranges().expect_err("out of range");
             assert!(e.to_string().starts_with(text), "{e}");
         }
+        let reproduction =
+            LearnerSpec::new(MechanismKind::OutputPerturbationCms2011, 1.0, 0.0, 0.01);
+        let e = reproduction.check_ranges().expect_err("not offered");
+        assert!(
+            e.to_string()
+                .starts_with("output-perturbation-cms2011 is kept for reproductions"),
+            "{e}"
+        );
     }
 }
