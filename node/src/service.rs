@@ -11,7 +11,7 @@
 
 use crate::access::{Caller, Gate, Rpc, audit_publish};
 use crate::node::{Node, budget_policy};
-use crate::store::PublishError;
+use crate::store::{PageKey, PublishError};
 use dpagg_proto::convert::{self, WireError};
 use dpagg_proto::signature::SigningKey;
 use dpagg_proto::v1 as pb;
@@ -21,6 +21,11 @@ use dpagg_shared::privacy::mechanism::{GibbsError, LearnerSpec, MechanismError};
 use dpagg_shared::privacy::release::PublishedLearner;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
+
+/// Releases per `ListLearners` answer when the client does not say.
+pub const DEFAULT_PAGE: usize = 100;
+/// Most releases per `ListLearners` answer (a release of a small schema is about 1 KB).
+pub const MAX_PAGE: usize = 1000;
 
 /// The service implementation.
 #[derive(Debug, Clone)]
@@ -153,10 +158,26 @@ impl OrganisationNode for NodeService {
         request: Request<pb::ListLearnersRequest>,
     ) -> Result<Response<pb::ListLearnersResponse>, Status> {
         self.admit(&request, Rpc::ListLearners)?;
-        let learners = self
-            .blocking(|node| {
+        let r = request.into_inner();
+        let size = match r.page_size {
+            0 => DEFAULT_PAGE,
+            n if n as usize > MAX_PAGE => {
+                return Err(Status::invalid_argument(format!(
+                    "`page_size` = {n}: at most {MAX_PAGE}"
+                )));
+            }
+            n => n as usize,
+        };
+        let after = match r.page_token.as_str() {
+            "" => None,
+            token => Some(PageKey::parse(token).ok_or_else(|| {
+                Status::invalid_argument("`page_token` is not a token this node gave")
+            })?),
+        };
+        let (learners, next) = self
+            .blocking(move |node| {
                 node.store
-                    .releases()
+                    .page(after, size)
                     .map_err(|e| internal("cannot read releases", &e))
             })
             .await?;
@@ -165,6 +186,7 @@ impl OrganisationNode for NodeService {
                 .iter()
                 .map(|r| self.served(r))
                 .collect::<Result<_, _>>()?,
+            next_page_token: next.map(|k| k.token()).unwrap_or_default(),
         }))
     }
 
@@ -190,11 +212,7 @@ impl OrganisationNode for NodeService {
                     Selector::Latest(false) => Err(Status::invalid_argument(
                         "`latest = false` selects no release: give `release_id`, `spec` or `latest = true`",
                     )),
-                    Selector::Latest(true) => node
-                        .store
-                        .releases()
-                        .map(|mut v| (!v.is_empty()).then(|| v.swap_remove(0)))
-                        .map_err(read),
+                    Selector::Latest(true) => node.store.latest().map_err(read),
                 }
             })
             .await?;

@@ -127,6 +127,32 @@ pub enum PublishError {
     Store(#[from] StoreError),
 }
 
+/// A release's position in the newest-first order of [`Store::releases`]: what a page token of
+/// `ListLearners` encodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageKey {
+    /// When the release was recorded.
+    pub created_unix_ms: i64,
+    /// Its row, breaking ties.
+    pub rowid: i64,
+}
+
+impl PageKey {
+    /// The opaque token clients pass back (`<ms>.<row>`).
+    pub fn token(&self) -> String {
+        format!("{}.{}", self.created_unix_ms, self.rowid)
+    }
+
+    /// The key of a token this node gave, or `None`.
+    pub fn parse(token: &str) -> Option<Self> {
+        let (ms, row) = token.split_once('.')?;
+        Some(Self {
+            created_unix_ms: ms.parse().ok()?,
+            rowid: row.parse().ok()?,
+        })
+    }
+}
+
 /// The node's database.
 pub struct Store {
     path: PathBuf,
@@ -309,12 +335,40 @@ impl Store {
 
     /// Every release, newest first.
     pub fn releases(&self) -> Result<Vec<PublishedLearner>, StoreError> {
-        self.query("SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json FROM releases ORDER BY created_unix_ms DESC, rowid DESC", [])
+        self.query("SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json, rowid FROM releases ORDER BY created_unix_ms DESC, rowid DESC", [])
+    }
+
+    /// The newest release, by a single-row query.
+    pub fn latest(&self) -> Result<Option<PublishedLearner>, StoreError> {
+        Ok(self.query("SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json, rowid FROM releases ORDER BY created_unix_ms DESC, rowid DESC LIMIT 1", [])?.pop())
+    }
+
+    /// At most `limit` releases, newest first, starting after the position `after` (a
+    /// [`PageKey`] of the previous page); with the key of the next page when there is one.
+    pub fn page(
+        &self,
+        after: Option<PageKey>,
+        limit: usize,
+    ) -> Result<(Vec<PublishedLearner>, Option<PageKey>), StoreError> {
+        let (ms, rowid) = after.map_or((i64::MAX, i64::MAX), |k| (k.created_unix_ms, k.rowid));
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut rows = self.query_keyed(
+            "SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json, rowid FROM releases WHERE (created_unix_ms, rowid) < (?1, ?2) ORDER BY created_unix_ms DESC, rowid DESC LIMIT ?3",
+            rusqlite::params![ms, rowid, limit.saturating_add(1)],
+        )?;
+        let more = rows.len() as i64 > limit;
+        rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        let next = if more {
+            rows.last().map(|(key, _)| *key)
+        } else {
+            None
+        };
+        Ok((rows.into_iter().map(|(_, r)| r).collect(), next))
     }
 
     /// One release by id.
     pub fn get(&self, release_id: &str) -> Result<Option<PublishedLearner>, StoreError> {
-        Ok(self.query("SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json FROM releases WHERE release_id = ?1", [release_id])?.pop())
+        Ok(self.query("SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json, rowid FROM releases WHERE release_id = ?1", [release_id])?.pop())
     }
 
     /// The release made for `spec` under `schema_fingerprint`, if any.
@@ -323,14 +377,28 @@ impl Store {
         spec: &LearnerSpec,
         schema_fingerprint: &str,
     ) -> Result<Option<PublishedLearner>, StoreError> {
-        Ok(self.query("SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json FROM releases WHERE spec_key = ?1", [spec_key(spec, schema_fingerprint)])?.pop())
+        Ok(self.query("SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json, rowid FROM releases WHERE spec_key = ?1", [spec_key(spec, schema_fingerprint)])?.pop())
     }
 
+    /// Releases selected by `sql` (the six release columns, then `rowid`).
     fn query<P: rusqlite::Params>(
         &self,
         sql: &str,
         params: P,
     ) -> Result<Vec<PublishedLearner>, StoreError> {
+        Ok(self
+            .query_keyed(sql, params)?
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect())
+    }
+
+    /// [`Store::query`] with each release's position in the newest-first order.
+    fn query_keyed<P: rusqlite::Params>(
+        &self,
+        sql: &str,
+        params: P,
+    ) -> Result<Vec<(PageKey, PublishedLearner)>, StoreError> {
         let conn = self
             .reader
             .lock()
@@ -345,6 +413,7 @@ impl Store {
                     r.get::<_, String>(3)?,
                     r.get::<_, Vec<u8>>(4)?,
                     r.get::<_, String>(5)?,
+                    r.get::<_, i64>(6)?,
                 ))
             })
             .map_err(|e| self.err(e))?;
@@ -357,7 +426,12 @@ impl Store {
                 schema_fingerprint,
                 weights,
                 metadata_json,
+                rowid,
             ) = row.map_err(|e| self.err(e))?;
+            let key = PageKey {
+                created_unix_ms,
+                rowid,
+            };
             let corrupt = |reason: String| StoreError::Corrupt {
                 path: self.path.display().to_string(),
                 release_id: release_id.clone(),
@@ -373,16 +447,19 @@ impl Store {
                 .chunks_exact(8)
                 .map(|b| f64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
                 .collect();
-            out.push(PublishedLearner {
-                release_id,
-                created_unix_ms,
-                spec,
-                schema_fingerprint,
-                release: Release {
-                    classifier: LinearClassifier::new(coefficients),
-                    metadata,
+            out.push((
+                key,
+                PublishedLearner {
+                    release_id,
+                    created_unix_ms,
+                    spec,
+                    schema_fingerprint,
+                    release: Release {
+                        classifier: LinearClassifier::new(coefficients),
+                        metadata,
+                    },
                 },
-            });
+            ));
         }
         Ok(out)
     }
@@ -624,6 +701,57 @@ mod tests {
         assert!((s.add_remove_one.epsilon - long).abs() < 1e-9 * long);
         assert!(s.add_remove_one.epsilon < 5.0 * single);
         assert!((s.epsilon - 2.0 * long).abs() < 1e-9 * long);
+    }
+
+    #[test]
+    fn pages_cover_every_release_once_newest_first() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let g = PrivacyGuarantee {
+            epsilon: 0.1,
+            delta: 0.0,
+            relation: NeighbourRelation::ReplaceOne,
+        };
+        for i in 0..7 {
+            store
+                .publish(
+                    &spec(MechanismKind::ObjectivePerturbation, 0.1 + f64::from(i)),
+                    "fp",
+                    &policy(100.0, 0.0),
+                    Charge {
+                        guarantee: g,
+                        rdp: None,
+                    },
+                    || Ok(release(g)),
+                )
+                .expect("publish");
+        }
+        let all: Vec<String> = store
+            .releases()
+            .expect("all")
+            .into_iter()
+            .map(|r| r.release_id)
+            .collect();
+        let mut paged = Vec::new();
+        let mut after = None;
+        loop {
+            let (page, next) = store.page(after, 3).expect("page");
+            assert!(page.len() <= 3);
+            paged.extend(page.into_iter().map(|r| r.release_id));
+            match next {
+                Some(k) => after = Some(PageKey::parse(&k.token()).expect("round trip")),
+                None => break,
+            }
+        }
+        assert_eq!(paged, all, "every release once, in the same order");
+        assert_eq!(
+            store.latest().expect("latest").map(|r| r.release_id),
+            all.first().cloned()
+        );
+        let (exact, next) = store.page(None, 7).expect("one page");
+        assert_eq!((exact.len(), next), (7, None), "no empty last page");
+        assert_eq!(PageKey::parse("x.1"), None);
+        assert_eq!(PageKey::parse("12"), None);
     }
 
     #[test]

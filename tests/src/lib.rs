@@ -316,6 +316,7 @@ impl dpagg_proto::v1::organisation_node_server::OrganisationNode for FakeNode {
         Ok(tonic::Response::new(
             dpagg_proto::v1::ListLearnersResponse {
                 learners: vec![self.learner.clone()],
+                next_page_token: String::new(),
             },
         ))
     }

@@ -48,7 +48,7 @@ async fn budget(c: &mut OrganisationNodeClient<Channel>) -> Budget {
 }
 
 async fn learner_count(c: &mut OrganisationNodeClient<Channel>) -> usize {
-    c.list_learners(ListLearnersRequest {})
+    c.list_learners(ListLearnersRequest::default())
         .await
         .expect("list")
         .into_inner()
@@ -525,7 +525,9 @@ async fn records_never_appear_in_logs_or_responses() {
     ));
     responses.push(format!(
         "{:?}",
-        c.list_learners(ListLearnersRequest {}).await.expect("list")
+        c.list_learners(ListLearnersRequest::default())
+            .await
+            .expect("list")
     ));
     responses.push(format!(
         "{:?}",
@@ -921,4 +923,64 @@ fn extra_csv_columns_are_named() {
         stdout.contains("ignored 1 column(s) not in the schema: patient_id"),
         "{stdout}"
     );
+}
+
+/// `ListLearners` pages (issue 13: all releases in one answer outgrew the 4 MiB message limit).
+#[tokio::test]
+async fn list_learners_pages_through_every_release_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = NodeProcess::start(&node_config(dir.path(), "org-p", 10.0, 2.0, true, 60));
+    let mut c = client(&node).await;
+    let mut published = Vec::new();
+    for k in 0..5 {
+        let l = publish(&mut c, spec(0.1, 0.01 * f64::from(k + 1)))
+            .await
+            .expect("publish");
+        published.push(l.metadata.expect("metadata").release_id);
+    }
+    published.reverse(); // newest first
+    let mut seen = Vec::new();
+    let mut token = String::new();
+    let mut pages = 0;
+    loop {
+        let page = c
+            .list_learners(ListLearnersRequest {
+                page_size: 2,
+                page_token: token.clone(),
+            })
+            .await
+            .expect("page")
+            .into_inner();
+        pages += 1;
+        assert!(page.learners.len() <= 2);
+        seen.extend(
+            page.learners
+                .into_iter()
+                .map(|l| l.metadata.expect("metadata").release_id),
+        );
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token = page.next_page_token;
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(seen, published);
+    assert_eq!(
+        learner_count(&mut c).await,
+        5,
+        "the default page holds them all"
+    );
+    for bad in [
+        ListLearnersRequest {
+            page_size: 1001,
+            page_token: String::new(),
+        },
+        ListLearnersRequest {
+            page_size: 0,
+            page_token: "not-a-token".into(),
+        },
+    ] {
+        let e = c.list_learners(bad).await.expect_err("refused");
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    }
 }
