@@ -22,6 +22,7 @@
 //! max_epsilon_per_release = 2.0
 //! allow_remote_publish = false        # PublishLearner from clients
 //! allow_unproven = false              # releases whose guarantee is not proven (refused)
+//! max_training_seconds = 120          # training of one release stops after this (no charge)
 //! ```
 //!
 //! Every key is also a flag (`--epsilon-total`) and an environment variable
@@ -145,6 +146,15 @@ pub struct PolicySettings {
     /// Publish releases whose guarantee is not proven for the algorithm as run.
     #[arg(long, env = "DPAGG_ALLOW_UNPROVEN", default_value = "false")]
     pub allow_unproven: Option<bool>,
+    /// Longest training of one release, in seconds; no request can raise it (longer training
+    /// stops, releasing and charging nothing).
+    #[arg(
+        long,
+        env = "DPAGG_MAX_TRAINING_SECONDS",
+        default_value = "120",
+        allow_negative_numbers = true
+    )]
+    pub max_training_seconds: Option<f64>,
 }
 
 /// The node's privacy policy.
@@ -161,6 +171,8 @@ pub struct Policy {
     /// Whether the node publishes releases whose guarantee is not proven for the algorithm as
     /// run (e.g. `gibbs-posterior-unproven`). Off by default.
     pub allow_unproven: bool,
+    /// The server-side cap on one release's training time, in seconds.
+    pub max_training_seconds: f64,
 }
 
 /// A budget total set below what the ledger has already spent.
@@ -362,6 +374,11 @@ fn resolve_policy(l: &mut Layers<'_, Settings>) -> Result<Policy, ConfigError> {
         allow_unproven: l
             .require("policy.allow_unproven", |s| s.policy.allow_unproven.take())?
             .value,
+        max_training_seconds: l
+            .require("policy.max_training_seconds", |s| {
+                s.policy.max_training_seconds.take()
+            })?
+            .check("a finite number > 0", |v| v.is_finite() && *v > 0.0)?,
     })
 }
 
@@ -506,6 +523,7 @@ mod tests {
             max_epsilon_per_release: None,
             allow_remote_publish: false,
             allow_unproven: false,
+            max_training_seconds: 120.0,
         };
         assert!(policy.below_spent(1.0, 1e-5).is_empty());
         assert!(policy.below_spent(1.0 + 1e-15, 0.0).is_empty(), "rounding");

@@ -290,8 +290,11 @@ fn serve(config: NodeConfig, out: &mut Out) -> Result<()> {
         // Drain in-flight requests after a signal, but do not wait forever on idle clients.
         let signalled = Arc::new(tokio::sync::Notify::new());
         let notify = signalled.clone();
+        let training = node.clone();
         let signal = async move {
             shutdown_signal().await;
+            // Training in progress would hold the node past its grace period: stop it.
+            training.cancel_training();
             notify.notify_one();
         };
         let grace = async {

@@ -3,7 +3,9 @@
 //! [`Node::publish`] is the only path by which anything derived from the data leaves: it builds
 //! the mechanism from the spec (so the guarantee is known before training), draws noise from
 //! [`NoiseSource::secure`] (invariant 4), and lets [`Store::publish`] check the policy, train and
-//! record the charge durably before returning (invariant 3).
+//! record the charge durably before returning (invariant 3). Training stops at the policy's
+//! `max_training_seconds` and at shutdown ([`Node::cancel_training`]); a stopped training
+//! releases and charges nothing.
 
 use crate::config::{BelowSpent, NodeConfig, Policy};
 use crate::store::{PublishError, Spent, Store, StoreError};
@@ -16,7 +18,10 @@ use dpagg_shared::privacy::accounting::ledger::Charge;
 use dpagg_shared::privacy::mechanism::{LearnerSpec, MechanismKind};
 use dpagg_shared::privacy::noise::NoiseSource;
 use dpagg_shared::privacy::release::PublishedLearner;
+use dpagg_shared::util::stop::Stop;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// Why a node cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +86,8 @@ pub struct Node {
     /// Releases and ledger.
     pub store: Arc<Store>,
     data: Arc<Dataset>,
+    /// Raised at shutdown: training in progress stops (releasing and charging nothing).
+    cancel: Arc<AtomicBool>,
 }
 
 impl Node {
@@ -118,7 +125,14 @@ impl Node {
             policy: config.policy,
             store: Arc::new(store),
             data: Arc::new(data),
+            cancel: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    /// Stops every training in progress (at shutdown, so that the node ends within its grace
+    /// period); later publishes are refused as stopped.
+    pub fn cancel_training(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
     }
 
     /// Mechanism names this node accepts under its policy (unproven ones only if allowed; never
@@ -165,7 +179,13 @@ impl Node {
             &self.fingerprint,
             &budget_policy(&self.policy),
             charge,
-            || mechanism.release(&self.data, &mut noise),
+            || {
+                // No request can raise this: options such as a Gibbs chain's max_steps are the
+                // client's, the deadline is the node's.
+                let limit = Duration::from_secs_f64(self.policy.max_training_seconds);
+                let stop = Stop::on_flag(self.cancel.clone()).with_deadline(Instant::now() + limit);
+                mechanism.release_until(&self.data, &mut noise, &stop)
+            },
         )?;
         if new {
             tracing::info!(release_id = %release.release_id, mechanism = %release.metadata().mechanism, epsilon = spec.epsilon, delta = spec.delta, "published and charged a learner");

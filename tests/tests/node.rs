@@ -984,3 +984,31 @@ async fn list_learners_pages_through_every_release_once() {
         assert_eq!(e.code(), Code::InvalidArgument, "{e}");
     }
 }
+
+/// A client cannot make the node train for ever (issue 13: `max_steps = 1e18` once held the
+/// write lock at 100 % CPU): training stops at the node's `max_training_seconds`, nothing is
+/// charged, and the next publish goes through.
+#[tokio::test]
+async fn training_stops_at_the_nodes_time_limit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = node_config(dir.path(), "org-t", 10.0, 2.0, true, 60);
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(
+        &config,
+        format!("{text}max_training_seconds = 1\nallow_unproven = true\n"),
+    )
+    .expect("write");
+    let node = NodeProcess::start(&config);
+    let mut c = client(&node).await;
+    let mut endless = spec(1.0, 0.01);
+    endless.mechanism = "gibbs-posterior-unproven".into();
+    endless.delta = 1e-6;
+    endless.options.insert("steps".into(), 1e12);
+    let e = publish(&mut c, endless).await.expect_err("stopped");
+    assert_eq!(e.code(), Code::Unavailable, "{e}");
+    assert!(e.message().contains("nothing was charged"), "{e}");
+    assert_eq!(budget(&mut c).await.epsilon_spent, 0.0);
+    publish(&mut c, spec(1.0, 0.01))
+        .await
+        .expect("the next publish is not blocked");
+}

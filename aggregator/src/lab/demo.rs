@@ -246,6 +246,7 @@ fn start_node(
             max_epsilon_per_release: Some(2.0),
             allow_remote_publish: false,
             allow_unproven,
+            max_training_seconds: 120.0,
         },
     };
     let node = Node::load(&config).with_context(|| format!("node {id}"))?;
