@@ -154,7 +154,13 @@ pub fn run(args: Args) -> Result<()> {
     let mut times = Vec::new();
     for (mode, client) in [
         (Mode::Plain, Client::default()),
-        (Mode::Tls, Client { tls: Some(tls) }),
+        (
+            Mode::Tls,
+            Client {
+                tls: Some(tls),
+                ..Client::default()
+            },
+        ),
     ] {
         let started = Instant::now();
         let mut fleet = Fleet(Vec::with_capacity(args.nodes));

@@ -9,7 +9,8 @@
 //! With TLS ([`Client::tls`]) every connection is mutual TLS with the federation's CA, and a node
 //! whose certificate names another organisation than the one it describes itself as is excluded
 //! ([`Exclusion::IdentityMismatch`]). Whatever a node sends is bounded before it is kept: replies
-//! over 1 MiB are refused by the decoder, and strings that reach reports and terminals are cut to
+//! larger than the schema's dimension allows ([`max_reply_bytes`]) are refused by the decoder,
+//! and strings that reach reports and terminals are cut to
 //! [`MAX_TEXT`] characters with control characters replaced ([`clean`]).
 
 use crate::run::config::{LearnerRequest, Network};
@@ -91,9 +92,15 @@ impl Exclusion {
 /// Longest text kept from a node (ids, messages, reasons), in characters.
 pub const MAX_TEXT: usize = 300;
 
-/// Largest reply accepted from a node (a learner of dimension d is about 8d bytes plus a few
-/// kilobytes of metadata; Describe carries the schema's text).
+/// Largest reply accepted from a node when the schema's dimension is not known (1 MiB).
 pub const MAX_REPLY_BYTES: usize = 1 << 20;
+
+/// Largest reply accepted from a node for a schema of dimension `dim`: a learner is 8 bytes per
+/// weight (9 with its protobuf tag) plus metadata of a few kilobytes, and Describe carries the
+/// schema's text, so 256 KiB plus 16 bytes per dimension.
+pub fn max_reply_bytes(dim: usize) -> usize {
+    (256 << 10) + 16 * dim
+}
 
 /// `text` made safe for reports and terminals: control characters (escape sequences, newlines)
 /// replaced by `�`, cut to `max` characters with `…`.
@@ -110,10 +117,21 @@ pub fn clean(text: &str, max: usize) -> String {
 }
 
 /// How the aggregator reaches nodes.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Client {
     /// Mutual TLS (`None`: plain text, `--insecure`).
     pub tls: Option<ClientTls>,
+    /// Largest reply decoded (see [`max_reply_bytes`]).
+    pub max_reply: usize,
+}
+
+impl Default for Client {
+    fn default() -> Self {
+        Self {
+            tls: None,
+            max_reply: MAX_REPLY_BYTES,
+        }
+    }
 }
 
 /// What a node returned.
@@ -255,7 +273,7 @@ async fn attempt(
 ) -> Result<Fetched, Failure> {
     let (channel, certified) = connect(url, client, net, attempts).await?;
     let mut client =
-        OrganisationNodeClient::new(channel).max_decoding_message_size(MAX_REPLY_BYTES);
+        OrganisationNodeClient::new(channel).max_decoding_message_size(client.max_reply);
     let described = client
         .describe(pb::DescribeRequest {})
         .await

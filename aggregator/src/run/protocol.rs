@@ -11,7 +11,7 @@
 //! anywhere; the report holds accuracies on its own test split.
 
 use crate::run::config::{LearnerRequest, RunConfig, Security, TestSet};
-use crate::run::fetch::{Client, Exclusion, NodeOutcome, fetch_all};
+use crate::run::fetch::{Client, Exclusion, NodeOutcome, fetch_all, max_reply_bytes};
 use crate::run::report::{FinalView, NodeReport, Report, split_warnings};
 use crate::run::trust::{SignatureView, Trust};
 use crate::run::validate::{Context as Check, validate};
@@ -80,22 +80,25 @@ struct Accepted {
     certificate_identity: Option<String>,
 }
 
-/// How the aggregator reaches nodes: mutual TLS with its identity folder, or plain text.
-pub fn client(security: &Security) -> Result<Client> {
-    Ok(match security {
-        Security::Tls { identity, .. } => Client {
-            tls: Some(
-                dpagg_node::tls::IdentityDir::load(identity)?
-                    .client()
-                    .context("cannot set up TLS")?,
-            ),
-        },
+/// How the aggregator reaches nodes: mutual TLS with its identity folder, or plain text; replies
+/// are decoded up to a size fixed by the schema's dimension `dim`.
+pub fn client(security: &Security, dim: usize) -> Result<Client> {
+    let tls = match security {
+        Security::Tls { identity, .. } => Some(
+            dpagg_node::tls::IdentityDir::load(identity)?
+                .client()
+                .context("cannot set up TLS")?,
+        ),
         Security::Insecure { .. } => {
             tracing::warn!(
                 "talking PLAIN TEXT to the nodes (--insecure): nobody's identity is checked"
             );
-            Client::default()
+            None
         }
+    };
+    Ok(Client {
+        tls,
+        max_reply: max_reply_bytes(dim),
     })
 }
 
@@ -148,7 +151,7 @@ fn screen(outcomes: &mut [NodeOutcome], check: &Check<'_>, trust: &Trust) -> Vec
 /// Runs the whole protocol and returns the report (nothing is written).
 pub async fn execute(config: &RunConfig) -> Result<Report> {
     let own = own_data(config)?;
-    let client = client(&config.security)?;
+    let client = client(&config.security, own.schema.dim())?;
     let mut outcomes = fetch_all(&config.nodes, &config.request, config.network, &client).await;
     let fingerprint = own.schema.fingerprint();
     let check = Check {
