@@ -44,7 +44,7 @@ pub enum SignatureError {
         served: String,
     },
     /// The signature's key id is not the trusted key's.
-    #[error("signed with key {signed}, but the trusted key of {organisation:?} is {trusted}")]
+    #[error("signed with key {signed:?}, but the trusted key of {organisation:?} is {trusted}")]
     KeyId {
         /// The organisation.
         organisation: String,
@@ -470,6 +470,24 @@ mod tests {
         assert_eq!(&bytes[..want.len()], &want[..]);
         // Ends with: spec absent (0), proven absent (0).
         assert_eq!(&bytes[bytes.len() - 2..], &[0, 0]);
+    }
+
+    #[test]
+    fn a_peer_key_id_is_quoted_in_the_error() {
+        // Found by proto/tests/fuzz.rs: the key id came raw into the message, so a peer (or an
+        // edited report.json given to `verify`) could break the line or send terminal escapes.
+        let (key, _) = SigningKey::generate().expect("key");
+        let public = VerifyingKey::from_hex(&hex(key.public_key()), "test").expect("hex");
+        let mut l = signed(&key, "org-1");
+        l.signature.as_mut().expect("sig").key_id = "a\n\u{1b}[31mb".into();
+        let e = public.verify("org-1", &l).expect_err("other key id");
+        assert!(matches!(e, SignatureError::KeyId { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(!text.contains('\n') && !text.contains('\u{1b}'), "{text:?}");
+        let e = public
+            .verify_bytes(b"m", "x\ny", &[0; 64])
+            .expect_err("other key id");
+        assert!(!e.to_string().contains('\n'), "{e}");
     }
 
     #[test]
