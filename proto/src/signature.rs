@@ -495,13 +495,28 @@ mod tests {
         m.spec.as_mut().expect("s").options.insert("o".into(), -0.0);
         l.signature = Some(key.sign("org-1", &l).expect("sign"));
         let served = pb::PrivateLearner::decode(l.encode_to_vec().as_slice()).expect("decodes");
-        assert!(served.metadata.as_ref().expect("m").delta.is_sign_positive());
-        assert!(served.weights[0].is_sign_negative(), "packed weights keep −0");
-        public.verify("org-1", &served).expect("verifies after the wire");
+        assert!(
+            served
+                .metadata
+                .as_ref()
+                .expect("m")
+                .delta
+                .is_sign_positive()
+        );
+        assert!(
+            served.weights[0].is_sign_negative(),
+            "packed weights keep −0"
+        );
+        public
+            .verify("org-1", &served)
+            .expect("verifies after the wire");
         // The weights' −0 is still covered: +0 there is another release.
         let mut other = served.clone();
         other.weights[0] = 0.0;
-        assert_eq!(public.verify("org-1", &other), Err(SignatureError::Mismatch));
+        assert_eq!(
+            public.verify("org-1", &other),
+            Err(SignatureError::Mismatch)
+        );
     }
 
     #[test]
