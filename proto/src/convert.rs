@@ -375,6 +375,21 @@ mod tests {
     }
 
     #[test]
+    fn a_learner_of_any_creation_time_goes_back_to_the_wire() {
+        // Found by proto/tests/fuzz.rs: a peer's release dated after year 9999 was read, then
+        // panicked when written back (rfc3339 of its creation time).
+        let mut p = published(true);
+        for t in [i64::MAX, i64::MIN, 253_402_300_800_000] {
+            p.created_unix_ms = t;
+            let wire = pb::PrivateLearner::from(&p);
+            let m = wire.metadata.as_ref().expect("metadata");
+            assert_eq!(m.created_unix_ms, t);
+            assert!(m.created_at.starts_with("9999-") || m.created_at.starts_with("1970-"));
+            assert_eq!(PublishedLearner::try_from(wire), Ok(p.clone()));
+        }
+    }
+
+    #[test]
     fn maps_encode_in_the_same_order_every_time() {
         use prost::Message;
         let mut p = published(false);

@@ -44,7 +44,7 @@ pub enum SignatureError {
         served: String,
     },
     /// The signature's key id is not the trusted key's.
-    #[error("signed with key {signed}, but the trusted key of {organisation:?} is {trusted}")]
+    #[error("signed with key {signed:?}, but the trusted key of {organisation:?} is {trusted}")]
     KeyId {
         /// The organisation.
         organisation: String,
@@ -87,12 +87,12 @@ pub fn canonical_release(
     w.str(&m.mechanism);
     w.str(&m.reference);
     w.map(&m.parameters);
-    w.f64(m.epsilon);
-    w.f64(m.delta);
+    w.scalar(m.epsilon);
+    w.scalar(m.delta);
     w.0.extend_from_slice(&m.neighbour_relation.to_be_bytes());
-    w.f64(m.max_row_norm);
-    w.f64(m.loss_gradient_bound);
-    w.f64(m.loss_hessian_bound);
+    w.scalar(m.max_row_norm);
+    w.scalar(m.loss_gradient_bound);
+    w.scalar(m.loss_hessian_bound);
     w.str(&m.schema_fingerprint);
     w.bool(m.seeded);
     w.u64(m.n);
@@ -102,9 +102,9 @@ pub fn canonical_release(
         Some(s) => {
             w.0.push(1);
             w.str(&s.mechanism);
-            w.f64(s.epsilon);
-            w.f64(s.delta);
-            w.f64(s.lambda);
+            w.scalar(s.epsilon);
+            w.scalar(s.delta);
+            w.scalar(s.lambda);
             w.map(&s.options);
             w.bool(s.lambda_auto);
         }
@@ -127,6 +127,12 @@ impl Canonical {
     fn f64(&mut self, v: f64) {
         self.u64(v.to_bits());
     }
+    /// A double of a singular field or a map value: −0 is taken as +0, since proto3 leaves out
+    /// a field (and prost a map value) equal to its default, so a −0 arrives as +0. Weights, a
+    /// packed repeated field, keep every bit.
+    fn scalar(&mut self, v: f64) {
+        self.f64(if v == 0.0 { 0.0 } else { v });
+    }
     fn bool(&mut self, v: bool) {
         self.0.push(u8::from(v));
     }
@@ -139,7 +145,7 @@ impl Canonical {
         self.u64(m.len() as u64);
         for (k, &v) in m {
             self.str(k);
-            self.f64(v);
+            self.scalar(v);
         }
     }
 }
@@ -470,6 +476,65 @@ mod tests {
         assert_eq!(&bytes[..want.len()], &want[..]);
         // Ends with: spec absent (0), proven absent (0).
         assert_eq!(&bytes[bytes.len() - 2..], &[0, 0]);
+    }
+
+    #[test]
+    fn a_negative_zero_signs_as_it_arrives() {
+        // Found by proto/tests/fuzz.rs: a release with −0 in a singular double or a map value
+        // was signed over −0, but the wire carries it as +0 (absent), so the aggregator
+        // computed another message and excluded the release as tampered.
+        use prost::Message;
+        let (key, _) = SigningKey::generate().expect("key");
+        let public = VerifyingKey::from_hex(&hex(key.public_key()), "test").expect("hex");
+        let mut l = learner();
+        l.weights[0] = -0.0;
+        let m = l.metadata.as_mut().expect("m");
+        m.delta = -0.0;
+        m.max_row_norm = -0.0;
+        m.parameters.insert("zero".into(), -0.0);
+        m.spec.as_mut().expect("s").options.insert("o".into(), -0.0);
+        l.signature = Some(key.sign("org-1", &l).expect("sign"));
+        let served = pb::PrivateLearner::decode(l.encode_to_vec().as_slice()).expect("decodes");
+        assert!(
+            served
+                .metadata
+                .as_ref()
+                .expect("m")
+                .delta
+                .is_sign_positive()
+        );
+        assert!(
+            served.weights[0].is_sign_negative(),
+            "packed weights keep −0"
+        );
+        public
+            .verify("org-1", &served)
+            .expect("verifies after the wire");
+        // The weights' −0 is still covered: +0 there is another release.
+        let mut other = served.clone();
+        other.weights[0] = 0.0;
+        assert_eq!(
+            public.verify("org-1", &other),
+            Err(SignatureError::Mismatch)
+        );
+    }
+
+    #[test]
+    fn a_peer_key_id_is_quoted_in_the_error() {
+        // Found by proto/tests/fuzz.rs: the key id came raw into the message, so a peer (or an
+        // edited report.json given to `verify`) could break the line or send terminal escapes.
+        let (key, _) = SigningKey::generate().expect("key");
+        let public = VerifyingKey::from_hex(&hex(key.public_key()), "test").expect("hex");
+        let mut l = signed(&key, "org-1");
+        l.signature.as_mut().expect("sig").key_id = "a\n\u{1b}[31mb".into();
+        let e = public.verify("org-1", &l).expect_err("other key id");
+        assert!(matches!(e, SignatureError::KeyId { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(!text.contains('\n') && !text.contains('\u{1b}'), "{text:?}");
+        let e = public
+            .verify_bytes(b"m", "x\ny", &[0; 64])
+            .expect_err("other key id");
+        assert!(!e.to_string().contains('\n'), "{e}");
     }
 
     #[test]

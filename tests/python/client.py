@@ -38,6 +38,11 @@ def canonical_release(organisation_id: str, learner) -> bytes:
     def f64(v):
         out.extend(struct.pack(">d", v))
 
+    def scalar(v):
+        # -0.0 is written as +0.0 except in the weights: proto3 drops a field or map value equal
+        # to its default, so a -0 there arrives as +0 (packed weights keep it).
+        f64(0.0 if v == 0 else v)
+
     def text(s):
         b = s.encode("utf-8")
         u64(len(b))
@@ -50,7 +55,7 @@ def canonical_release(organisation_id: str, learner) -> bytes:
         u64(len(m))
         for k in sorted(m, key=lambda k: k.encode("utf-8")):
             text(k)
-            f64(m[k])
+            scalar(m[k])
 
     m = learner.metadata
     text(DOMAIN)
@@ -64,12 +69,12 @@ def canonical_release(organisation_id: str, learner) -> bytes:
     text(m.mechanism)
     text(m.reference)
     mapping(m.parameters)
-    f64(m.epsilon)
-    f64(m.delta)
+    scalar(m.epsilon)
+    scalar(m.delta)
     out.extend(struct.pack(">i", m.neighbour_relation))
-    f64(m.max_row_norm)
-    f64(m.loss_gradient_bound)
-    f64(m.loss_hessian_bound)
+    scalar(m.max_row_norm)
+    scalar(m.loss_gradient_bound)
+    scalar(m.loss_hessian_bound)
     text(m.schema_fingerprint)
     boolean(m.seeded)
     u64(m.n)
@@ -77,9 +82,9 @@ def canonical_release(organisation_id: str, learner) -> bytes:
     if m.HasField("spec"):
         out.append(1)
         text(m.spec.mechanism)
-        f64(m.spec.epsilon)
-        f64(m.spec.delta)
-        f64(getattr(m.spec, "lambda"))
+        scalar(m.spec.epsilon)
+        scalar(m.spec.delta)
+        scalar(getattr(m.spec, "lambda"))
         mapping(m.spec.options)
         boolean(m.spec.lambda_auto)
     else:

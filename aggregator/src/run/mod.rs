@@ -16,6 +16,8 @@
 //! [`protocol`]; a new acceptance check belongs in [`validate`].
 
 pub mod config;
+#[cfg(test)]
+mod config_fuzz;
 pub mod fetch;
 pub mod protocol;
 pub mod report;
