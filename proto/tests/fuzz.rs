@@ -390,7 +390,7 @@ proptest! {
         bytes in prop_oneof![
             vec(any::<u8>(), 0..4_096),
             mutated(learner().prop_map(|l| l.encode_to_vec())),
-            mutated(learner().prop_map(|l| pb::ListLearnersResponse { learners: vec![l] }.encode_to_vec())),
+            mutated(learner().prop_map(|l| pb::ListLearnersResponse { learners: vec![l], next_page_token: String::new() }.encode_to_vec())),
             mutated(spec().prop_map(|s| pb::PublishLearnerRequest { spec: Some(s) }.encode_to_vec())),
         ]
     ) {
