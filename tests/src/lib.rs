@@ -23,6 +23,29 @@ pub fn binary(name: &str) -> PathBuf {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.args(["build", "-q", "-p", "dpagg-aggregator", "-p", "dpagg-node"]);
+        // Cargo runs tests with the package's own variables set (CARGO_MANIFEST_DIR,
+        // CARGO_PKG_NAME, …). Build scripts that declare `rerun-if-env-changed` on them (ring's
+        // does) would see other values than in the `cargo test` that built this executable and
+        // rebuild ring, rustls and tonic here, and again in the next `cargo test`: every test run
+        // would pay a minute or more of compilation. Build with cargo's own environment.
+        for (key, _) in std::env::vars_os() {
+            let Some(key) = key.to_str() else { continue };
+            if key.starts_with("CARGO_PKG_")
+                || key.starts_with("CARGO_BIN_")
+                || matches!(
+                    key,
+                    "CARGO_MANIFEST_DIR"
+                        | "CARGO_MANIFEST_PATH"
+                        | "CARGO_MANIFEST_LINKS"
+                        | "CARGO_CRATE_NAME"
+                        | "CARGO_PRIMARY_PACKAGE"
+                        | "CARGO_TARGET_TMPDIR"
+                        | "OUT_DIR"
+                )
+            {
+                cmd.env_remove(key);
+            }
+        }
         if dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
