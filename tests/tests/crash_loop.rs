@@ -61,8 +61,8 @@ async fn client(node: &NodeProcess) -> OrganisationNodeClient<Channel> {
         .connect()
         .await
         .expect("connect");
-    // Thousands of releases accumulate over the loop: more than the default 4 MiB may be listed.
-    OrganisationNodeClient::new(channel).max_decoding_message_size(256 << 20)
+    // Thousands of releases accumulate over the loop; ListLearners pages through them.
+    OrganisationNodeClient::new(channel)
 }
 
 fn release_id(learner: &PrivateLearner) -> String {
@@ -203,12 +203,23 @@ async fn check_after_restart(
     }
 
     // (2) The full list: every release ever answered OK is there, no id twice, no id changed.
-    let listed = c
-        .list_learners(ListLearnersRequest {})
-        .await
-        .expect("list learners")
-        .into_inner()
-        .learners;
+    let mut listed = Vec::new();
+    let mut token = String::new();
+    loop {
+        let page = c
+            .list_learners(ListLearnersRequest {
+                page_size: 1000,
+                page_token: token,
+            })
+            .await
+            .expect("list learners")
+            .into_inner();
+        listed.extend(page.learners);
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token = page.next_page_token;
+    }
     let mut now: HashMap<String, Vec<u8>> = HashMap::with_capacity(listed.len());
     let mut listed_epsilon: HashMap<String, f64> = HashMap::with_capacity(listed.len());
     for learner in &listed {
