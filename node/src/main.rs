@@ -401,7 +401,15 @@ fn ledger(config: NodeConfig, out: &mut Out) -> Result<()> {
             )?;
         }
     }
-    writeln!(out, "{} release(s):", s.charges)?;
+    let unfinished = store.unfinished()?;
+    if unfinished > 0 {
+        writeln!(
+            out,
+            "{unfinished} charge(s) of trainings that produced no release (failed, stopped, \
+             killed, or in progress): they stay spent"
+        )?;
+    }
+    writeln!(out, "{} release(s):", s.charges.saturating_sub(unfinished))?;
     for r in store.releases()? {
         let g = r.metadata().guarantee;
         writeln!(

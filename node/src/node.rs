@@ -179,6 +179,9 @@ impl Node {
             &self.fingerprint,
             &budget_policy(&self.policy),
             charge,
+            // A reservation older than the training limit (and a margin) belongs to a dead
+            // process: its charge stays, and the spec may be trained again.
+            Duration::from_secs_f64(self.policy.max_training_seconds + 60.0),
             || {
                 // No request can raise this: options such as a Gibbs chain's max_steps are the
                 // client's, the deadline is the node's.

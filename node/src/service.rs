@@ -80,6 +80,14 @@ fn internal(context: &str, e: &dyn std::fmt::Display) -> Status {
     Status::internal(format!("{context}; see the node's log"))
 }
 
+/// A failure's kind, without its (possibly data-derived) message.
+fn kind_of(e: &MechanismError) -> &'static str {
+    match e {
+        MechanismError::Stopped(_) => "stopped",
+        _ => "training failed; the charge stands",
+    }
+}
+
 /// Maps a publish failure to a typed status without data-derived numbers.
 pub fn publish_status(e: &PublishError) -> Status {
     match e {
@@ -108,6 +116,14 @@ pub fn publish_status(e: &PublishError) -> Status {
         PublishError::Mechanism(MechanismError::Stopped(_)) => {
             Status::unavailable(format!("{e}; nothing was released and nothing was charged"))
         }
+        PublishError::InProgress => Status::unavailable(e.to_string()),
+        PublishError::FailedCharged(MechanismError::Stopped(_)) => {
+            Status::unavailable(e.to_string())
+        }
+        PublishError::FailedCharged(inner) => internal(
+            &format!("the node could not train this learner ({})", kind_of(inner)),
+            e,
+        ),
         PublishError::Mechanism(_) => internal("the node could not train this learner", e),
         PublishError::Store(_) => internal("the node's store failed; nothing was released", e),
     }

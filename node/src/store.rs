@@ -1,13 +1,21 @@
 //! The node's durable state: releases and the privacy ledger, in one SQLite database.
 //!
-//! **Invariant 3 is enforced here.** [`Store::publish`] runs inside one `BEGIN IMMEDIATE`
-//! transaction (which also serialises concurrent publishers across processes): it returns the
-//! existing release if the same spec was published before; otherwise it checks the policy against
-//! the spent budget, trains, and inserts the release *and* its charge, then commits with
-//! `synchronous = FULL`. Only after the commit does the caller get the learner, so a learner never
-//! leaves without its charge on disk, and a crash before the commit releases nothing. Releases are
+//! **Invariant 3 is enforced here.** [`Store::publish`] reserves, trains, then commits:
+//! 1. one short `BEGIN IMMEDIATE` transaction (which serialises concurrent publishers across
+//!    processes) returns the existing release if the same spec was published before; otherwise
+//!    it checks the policy against the spent budget *including* every reservation, and records
+//!    the charge as an unfinished training of the spec (`unfinished` table), committed with
+//!    `synchronous = FULL` — the budget is spent from here on;
+//! 2. training runs outside any lock, so a long training blocks no other publish or read; a
+//!    second request for the same spec meanwhile gets [`PublishError::InProgress`];
+//! 3. a second short transaction inserts the release and moves its charge to the ledger.
+//!
+//! Only after that commit does the caller get the learner, so a learner never leaves without its
+//! charge on disk. A training that fails, is stopped, or dies with the process keeps its charge
+//! in `unfinished` for good: whether and when training fails may depend on the data — except
+//! refusals computed from public quantities only ([`is_data_independent`]), which are refunded. Releases are
 //! stored as bytes and served as stored; nothing is ever retrained per request. The budget is
-//! recomputed from the ledger on every check, so a restart cannot reset it.
+//! recomputed from `ledger` and `unfinished` on every check, so a restart cannot reset it.
 //!
 //! Each charge records its guarantee, its neighbour relation and, when the mechanism has one, its
 //! RDP curve. The spent budget is [`dpagg_shared::privacy::accounting::ledger::compose`] of all charges:
@@ -125,6 +133,45 @@ pub enum PublishError {
     /// The database failed; nothing was released.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The same spec is being trained right now (by this node or a `publish` beside it).
+    #[error("a release for this spec is being trained now; ask again when it is done")]
+    InProgress,
+    /// Training failed after its charge was reserved: the charge stands, since whether and
+    /// when training fails may depend on the data.
+    #[error(
+        "{0}; nothing was released, and the charge stands (a failed training may depend on the data)"
+    )]
+    FailedCharged(MechanismError),
+}
+
+/// Whether a training failure is a function of public quantities only (the spec, n and d, which
+/// every release publishes), so that refusing reveals nothing about the records and need not be
+/// charged: invalid parameters and options, step counts over a cap, a snapping bound out of
+/// range, an empty dataset. Everything else (a row outside the assumed norm, a solver or sampler
+/// failure, a stop at the time limit) may depend on the data and stays charged.
+pub fn is_data_independent(e: &MechanismError) -> bool {
+    use dpagg_shared::privacy::mechanism::GibbsError;
+    matches!(
+        e,
+        MechanismError::InvalidParameter { .. }
+            | MechanismError::UnknownOption { .. }
+            | MechanismError::ReproductionOnly { .. }
+            | MechanismError::Accounting(_)
+            | MechanismError::TooManyIterations { .. }
+            | MechanismError::Snapping(_)
+            | MechanismError::EmptyData
+            | MechanismError::Gibbs(
+                GibbsError::TooManySteps { .. } | GibbsError::DimensionTooSmall { .. }
+            )
+    )
+}
+
+/// What step 1 of a publish found.
+enum Reserved {
+    /// The spec's release is stored already.
+    Existing(String),
+    /// A charge was reserved for a new release with this id.
+    New(String),
 }
 
 /// A release's position in the newest-first order of [`Store::releases`]: what a page token of
@@ -185,6 +232,19 @@ CREATE TABLE IF NOT EXISTS ledger (
     delta REAL NOT NULL,
     relation TEXT NOT NULL,
     recorded_unix_ms INTEGER NOT NULL,
+    rdp TEXT
+);
+-- Charges of trainings that have not (yet) produced a release: reserved before training, outside
+-- the write lock; a finished training moves its charge to `ledger`, a failed or abandoned one
+-- keeps it here for good (spec_key NULL), since the failure may depend on the data.
+CREATE TABLE IF NOT EXISTS unfinished (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    spec_key TEXT UNIQUE,
+    release_id TEXT NOT NULL,
+    started_unix_ms INTEGER NOT NULL,
+    epsilon REAL NOT NULL,
+    delta REAL NOT NULL,
+    relation TEXT NOT NULL,
     rdp TEXT
 );
 CREATE TABLE IF NOT EXISTS meta (
@@ -294,10 +354,13 @@ impl Store {
         }
     }
 
-    /// Every charge in the ledger.
+    /// Every charge: the ledger's (one per release) and those of unfinished trainings.
     fn charges(&self, conn: &Connection) -> Result<Vec<Charge>, StoreError> {
         let mut stmt = conn
-            .prepare_cached("SELECT epsilon, delta, relation, rdp FROM ledger ORDER BY seq")
+            .prepare_cached(
+                "SELECT epsilon, delta, relation, rdp FROM ledger \
+                 UNION ALL SELECT epsilon, delta, relation, rdp FROM unfinished",
+            )
             .map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map([], |r| {
@@ -467,47 +530,159 @@ impl Store {
     /// Publishes `spec` (see the module docs): returns the release and whether it is new.
     ///
     /// `charge` is what the mechanism promises (and what is charged); `train` runs only when
-    /// the ledger's admission rule ([`admit`]) allows the charge, inside the transaction.
+    /// the ledger's admission rule ([`admit`]) allows the charge, after it is recorded and
+    /// outside the write lock. A reservation older than `stale_after` is taken to belong to a
+    /// training that died.
     pub fn publish(
         &self,
         spec: &LearnerSpec,
         schema_fingerprint: &str,
         policy: &BudgetPolicy,
         charge: Charge,
+        stale_after: Duration,
         train: impl FnOnce() -> Result<Release, MechanismError>,
     ) -> Result<(PublishedLearner, bool), PublishError> {
         if let Some(existing) = self.for_spec(spec, schema_fingerprint)? {
             return Ok((existing, false));
         }
+        let key = spec_key(spec, schema_fingerprint);
+        let release_id = match self.reserve(&key, policy, &charge, stale_after)? {
+            Reserved::Existing(id) => {
+                return self.get(&id)?.map(|r| (r, false)).ok_or_else(|| {
+                    PublishError::Store(StoreError::Corrupt {
+                        path: self.path.display().to_string(),
+                        release_id: id,
+                        reason: "vanished".into(),
+                    })
+                });
+            }
+            Reserved::New(id) => id,
+        };
+        // Training runs outside the write lock: other publishes, reads and the ledger go on.
+        let release = match train() {
+            Ok(r) => r,
+            Err(e) if is_data_independent(&e) => {
+                self.refund(&key, &release_id)?;
+                return Err(PublishError::Mechanism(e));
+            }
+            Err(e) => {
+                self.abandon(&key, &release_id)?;
+                return Err(PublishError::FailedCharged(e));
+            }
+        };
+        let published = PublishedLearner {
+            release_id,
+            created_unix_ms: now_ms(),
+            spec: spec.clone(),
+            schema_fingerprint: schema_fingerprint.to_owned(),
+            release,
+        };
         let mut conn = self.writer();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.err(e))?;
-        // Another process may have published the same spec since the check above.
-        let key = spec_key(spec, schema_fingerprint);
-        if let Some(id) = self.published_id(&tx, &key)? {
-            drop(tx);
-            drop(conn);
-            return self.get(&id)?.map(|r| (r, false)).ok_or_else(|| {
-                PublishError::Store(StoreError::Corrupt {
-                    path: self.path.display().to_string(),
-                    release_id: id,
-                    reason: "vanished".into(),
-                })
-            });
+        let mine = tx
+            .execute(
+                "DELETE FROM unfinished WHERE spec_key = ?1 AND release_id = ?2",
+                params![key, published.release_id],
+            )
+            .map_err(|e| self.err(e))?;
+        if mine != 1 {
+            // The reservation was declared stale and taken over: its charge stays unfinished.
+            return Err(PublishError::InProgress);
         }
-        let charges = self.charges(&tx)?;
-        admit(policy, &charges, &charge).map_err(|e| self.accounting(&e))??;
-        let published = PublishedLearner {
-            release_id: release_id()?,
-            created_unix_ms: now_ms(),
-            spec: spec.clone(),
-            schema_fingerprint: schema_fingerprint.to_owned(),
-            release: train()?,
-        };
         self.insert(&tx, &key, &published, &charge)?;
         tx.commit().map_err(|e| self.err(e))?;
         Ok((published, true))
+    }
+
+    /// Admits `charge` and records it as an unfinished training of `key` (step 1 of a publish,
+    /// in one short transaction), or finds the release already stored. A reservation older than
+    /// `stale_after` belongs to a training that died (a crash): its charge stays, and a new one
+    /// is made.
+    fn reserve(
+        &self,
+        key: &str,
+        policy: &BudgetPolicy,
+        charge: &Charge,
+        stale_after: Duration,
+    ) -> Result<Reserved, PublishError> {
+        let mut conn = self.writer();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e))?;
+        // Another process may have published the same spec since the caller looked.
+        if let Some(id) = self.published_id(&tx, key)? {
+            return Ok(Reserved::Existing(id));
+        }
+        let pending: Option<i64> = tx
+            .query_row(
+                "SELECT started_unix_ms FROM unfinished WHERE spec_key = ?1",
+                [key],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        if let Some(started) = pending {
+            let age = now_ms().saturating_sub(started);
+            if age < i64::try_from(stale_after.as_millis()).unwrap_or(i64::MAX) {
+                return Err(PublishError::InProgress);
+            }
+            tx.execute(
+                "UPDATE unfinished SET spec_key = NULL WHERE spec_key = ?1",
+                [key],
+            )
+            .map_err(|e| self.err(e))?;
+        }
+        let charges = self.charges(&tx)?;
+        admit(policy, &charges, charge).map_err(|e| self.accounting(&e))??;
+        let id = release_id()?;
+        let g = charge.guarantee;
+        tx.execute(
+            "INSERT INTO unfinished (spec_key, release_id, started_unix_ms, epsilon, delta, relation, rdp) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![key, id, now_ms(), g.epsilon, g.delta, g.relation.to_string(), charge.rdp.as_ref().map(encode_curve)],
+        )
+        .map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(Reserved::New(id))
+    }
+
+    /// A training that refused before it learnt anything from the data (see
+    /// [`is_data_independent`]): its reservation is removed, as if it had never been asked for.
+    fn refund(&self, key: &str, release_id: &str) -> Result<(), StoreError> {
+        let conn = self.writer();
+        conn.execute(
+            "DELETE FROM unfinished WHERE spec_key = ?1 AND release_id = ?2",
+            params![key, release_id],
+        )
+        .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// A training that failed: its charge stays (unfinished, for good) and the spec may be
+    /// asked for again.
+    fn abandon(&self, key: &str, release_id: &str) -> Result<(), StoreError> {
+        let conn = self.writer();
+        conn.execute(
+            "UPDATE unfinished SET spec_key = NULL WHERE spec_key = ?1 AND release_id = ?2",
+            params![key, release_id],
+        )
+        .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Charges of trainings that did not produce a release (failed, stopped, or killed), and of
+    /// trainings in progress.
+    pub fn unfinished(&self) -> Result<usize, StoreError> {
+        let conn = self
+            .reader
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        conn.query_row("SELECT COUNT(*) FROM unfinished", [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map(|n| usize::try_from(n).unwrap_or(0))
+        .map_err(|e| self.err(e))
     }
 
     /// The id of the release stored under `key`, if any (inside the publishing transaction).
@@ -685,6 +860,7 @@ mod tests {
                         "fp",
                         &p,
                         c,
+                        std::time::Duration::from_secs(3600),
                         || Ok(release(g)),
                     )
                     .expect("publish");
@@ -701,6 +877,171 @@ mod tests {
         assert!((s.add_remove_one.epsilon - long).abs() < 1e-9 * long);
         assert!(s.add_remove_one.epsilon < 5.0 * single);
         assert!((s.epsilon - 2.0 * long).abs() < 1e-9 * long);
+    }
+
+    fn replace_one(epsilon: f64) -> PrivacyGuarantee {
+        PrivacyGuarantee {
+            epsilon,
+            delta: 0.0,
+            relation: NeighbourRelation::ReplaceOne,
+        }
+    }
+
+    fn pure(epsilon: f64) -> Charge {
+        Charge {
+            guarantee: replace_one(epsilon),
+            rdp: None,
+        }
+    }
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    #[test]
+    fn training_runs_outside_the_write_lock_with_its_charge_reserved() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = std::sync::Arc::new(Store::open(dir.path()).expect("open"));
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let slow = {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                store.publish(
+                    &spec(MechanismKind::ObjectivePerturbation, 1.0),
+                    "fp",
+                    &policy(10.0, 0.0),
+                    pure(1.0),
+                    HOUR,
+                    || {
+                        started_tx.send(()).expect("signal");
+                        go_rx.recv().expect("go");
+                        Ok(release(replace_one(1.0)))
+                    },
+                )
+            })
+        };
+        started_rx.recv().expect("training started");
+        // While it trains: its charge is spent, another spec publishes, the same spec waits.
+        assert_eq!(store.spent().expect("spent").epsilon, 1.0);
+        let (_, new) = store
+            .publish(
+                &spec(MechanismKind::ObjectivePerturbation, 2.0),
+                "fp",
+                &policy(10.0, 0.0),
+                pure(2.0),
+                HOUR,
+                || Ok(release(replace_one(2.0))),
+            )
+            .expect("not blocked by the training");
+        assert!(new);
+        let e = store
+            .publish(
+                &spec(MechanismKind::ObjectivePerturbation, 1.0),
+                "fp",
+                &policy(10.0, 0.0),
+                pure(1.0),
+                HOUR,
+                || Ok(release(replace_one(1.0))),
+            )
+            .expect_err("in progress");
+        assert!(matches!(e, PublishError::InProgress), "{e}");
+        // A third publish must fit the budget *including* the reservation: 1 + 2 + 8 > 10.
+        let e = store
+            .publish(
+                &spec(MechanismKind::ObjectivePerturbation, 8.0),
+                "fp",
+                &policy(10.0, 0.0),
+                pure(8.0),
+                HOUR,
+                || Ok(release(replace_one(8.0))),
+            )
+            .expect_err("over budget");
+        assert!(matches!(e, PublishError::Refused(_)), "{e}");
+        go_tx.send(()).expect("go");
+        let (_, new) = slow.join().expect("join").expect("published");
+        assert!(new);
+        assert_eq!(store.releases().expect("releases").len(), 2);
+        assert_eq!(store.unfinished().expect("unfinished"), 0);
+        assert_eq!(store.spent().expect("spent").epsilon, 3.0);
+    }
+
+    #[test]
+    fn a_failed_training_keeps_its_charge_and_the_spec_can_be_asked_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let s = spec(MechanismKind::ObjectivePerturbation, 1.0);
+        let e = store
+            .publish(&s, "fp", &policy(10.0, 0.0), pure(1.0), HOUR, || {
+                Err(MechanismError::Stopped(
+                    dpagg_shared::util::stop::Stopped::DeadlinePassed,
+                ))
+            })
+            .expect_err("failed");
+        assert!(matches!(e, PublishError::FailedCharged(_)), "{e}");
+        assert!(e.to_string().contains("the charge stands"), "{e}");
+        assert_eq!(store.spent().expect("spent").epsilon, 1.0, "charged");
+        store
+            .publish(&s, "fp", &policy(10.0, 0.0), pure(1.0), HOUR, || {
+                Ok(release(replace_one(1.0)))
+            })
+            .expect("asked again");
+        assert_eq!(store.spent().expect("spent").epsilon, 2.0, "charged again");
+        let reopened = Store::open(dir.path()).expect("reopen");
+        assert_eq!(reopened.spent().expect("spent").epsilon, 2.0, "durable");
+        assert_eq!(reopened.unfinished().expect("unfinished"), 1);
+    }
+
+    #[test]
+    fn a_refusal_from_public_quantities_is_not_charged() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let s = spec(MechanismKind::ObjectivePerturbation, 1.0);
+        let e = store
+            .publish(&s, "fp", &policy(10.0, 0.0), pure(1.0), HOUR, || {
+                Err(MechanismError::EmptyData)
+            })
+            .expect_err("refused");
+        assert!(
+            matches!(e, PublishError::Mechanism(MechanismError::EmptyData)),
+            "{e}"
+        );
+        assert_eq!(store.spent().expect("spent").epsilon, 0.0);
+        assert_eq!(store.unfinished().expect("unfinished"), 0);
+    }
+
+    #[test]
+    fn a_reservation_left_by_a_dead_process_keeps_its_charge() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = spec(MechanismKind::ObjectivePerturbation, 1.0);
+        {
+            let store = Store::open(dir.path()).expect("open");
+            // As if the process died mid-training: reserve, then never finish.
+            store
+                .reserve(&spec_key(&s, "fp"), &policy(10.0, 0.0), &pure(1.0), HOUR)
+                .expect("reserved");
+        }
+        let store = Store::open(dir.path()).expect("restart");
+        assert_eq!(
+            store.spent().expect("spent").epsilon,
+            1.0,
+            "a restart resets nothing"
+        );
+        let e = store
+            .publish(&s, "fp", &policy(10.0, 0.0), pure(1.0), HOUR, || {
+                Ok(release(replace_one(1.0)))
+            })
+            .expect_err("still fresh");
+        assert!(matches!(e, PublishError::InProgress));
+        store
+            .publish(
+                &s,
+                "fp",
+                &policy(10.0, 0.0),
+                pure(1.0),
+                Duration::ZERO,
+                || Ok(release(replace_one(1.0))),
+            )
+            .expect("stale: taken over");
+        assert_eq!(store.spent().expect("spent").epsilon, 2.0);
     }
 
     #[test]
@@ -722,6 +1063,7 @@ mod tests {
                         guarantee: g,
                         rdp: None,
                     },
+                    std::time::Duration::from_secs(3600),
                     || Ok(release(g)),
                 )
                 .expect("publish");
@@ -768,6 +1110,7 @@ mod tests {
                 "fp",
                 &policy(100.0, 2e-6),
                 c,
+                std::time::Duration::from_secs(3600),
                 || Ok(release(g)),
             )
             .expect_err("over the δ total after conversion");

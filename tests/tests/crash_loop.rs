@@ -5,10 +5,12 @@
 //! - every release a client was told had succeeded (an OK answer) is served again, with the same
 //!   bytes it was answered with;
 //! - no release id is ever served with different bytes than before, and none is listed twice;
-//! - the ledger has exactly one stored charge per stored release (no charge without a release,
-//!   no release without its charge), with the ε the release states;
-//! - the spent budget the node reports equals the sum of the stored charges (read independently,
-//!   from the SQLite ledger and from the releases' metadata): every release here is replace-one,
+//! - the ledger has exactly one stored charge per stored release (no release without its charge),
+//!   with the ε the release states; the only other charges are those of trainings the kill cut
+//!   short (the `unfinished` table: reserved before training, kept for good), and none of them
+//!   names a served release;
+//! - the spent budget the node reports equals the sum of all stored charges (read independently,
+//!   from the SQLite tables and from the releases' metadata): every release here is replace-one,
 //!   pure ε, so the node composes them by basic composition.
 //!
 //! A publish cut short by the kill may or may not have been committed; only OK answers promise
@@ -146,6 +148,15 @@ struct StoredCharge {
 /// The ledger table of the node's database, read-only (while the node has it open; a read-only
 /// connection never checkpoints or rewrites anything).
 fn stored_charges(state_dir: &Path) -> Vec<StoredCharge> {
+    read_charges(state_dir, "ledger")
+}
+
+/// Charges of trainings that did not finish (cut short by a kill), from the same database.
+fn unfinished_charges(state_dir: &Path) -> Vec<StoredCharge> {
+    read_charges(state_dir, "unfinished")
+}
+
+fn read_charges(state_dir: &Path, table: &str) -> Vec<StoredCharge> {
     use rusqlite::{Connection, OpenFlags};
     let conn = Connection::open_with_flags(
         state_dir.join("node.sqlite"),
@@ -155,7 +166,9 @@ fn stored_charges(state_dir: &Path) -> Vec<StoredCharge> {
     conn.busy_timeout(Duration::from_secs(30))
         .expect("busy timeout");
     let mut stmt = conn
-        .prepare("SELECT release_id, epsilon, delta, relation FROM ledger ORDER BY seq")
+        .prepare(&format!(
+            "SELECT release_id, epsilon, delta, relation FROM {table} ORDER BY seq"
+        ))
         .expect("prepare the ledger query");
     stmt.query_map([], |r| {
         Ok(StoredCharge {
@@ -293,8 +306,18 @@ async fn check_after_restart(
         "round {round}: stored charges and stored releases differ in number"
     );
 
-    // (4) The spend the node reports is the sum of the stored charges.
-    let stored_sum: f64 = charges.iter().map(|ch| ch.epsilon).sum();
+    // (4) The spend the node reports is the sum of the stored charges, those of unfinished
+    // trainings included; no unfinished charge names a served release.
+    let unfinished = unfinished_charges(state_dir);
+    for ch in &unfinished {
+        assert!(
+            !listed_epsilon.contains_key(ch.release_id.as_str()),
+            "round {round}: {} is served but its charge is unfinished",
+            ch.release_id
+        );
+        assert_eq!(ch.relation, "replace-one", "round {round}");
+    }
+    let stored_sum: f64 = charges.iter().chain(&unfinished).map(|ch| ch.epsilon).sum();
     let b: Budget = c
         .describe(DescribeRequest {})
         .await
@@ -303,7 +326,11 @@ async fn check_after_restart(
         .budget
         .expect("budget");
     let r1 = b.replace_one.expect("replace-one spend");
-    assert_eq!(r1.releases as usize, charges.len(), "round {round}");
+    assert_eq!(
+        r1.releases as usize,
+        charges.len() + unfinished.len(),
+        "round {round}"
+    );
     assert_eq!(
         r1.accounting, "basic",
         "round {round}: pure ε composes by Σε"
