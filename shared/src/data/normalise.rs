@@ -345,6 +345,11 @@ scale = 0.5
     fn invalid_ball_keys_are_one_line_errors_naming_the_key() {
         let cases = [
             (
+                "scale = 2.0",
+                "scale = 1.3317993760838932e-308",
+                "feature `a` scale: too small for the bounds",
+            ),
+            (
                 "center = 4.0\n",
                 "",
                 "feature `a` center: required in ball mode",

@@ -580,17 +580,42 @@ fn check_ball_feature(f: &FeatureSpec) -> Result<(), (&'static str, &'static str
         return Err(("missing", "must be finite"));
     }
     match (f.transform.unwrap_or_default(), f.unit) {
-        (Transform::Identity, Some(_)) => Err(("unit", "only used with transform = \"log1p\"")),
-        (Transform::Log1p, Some(u)) if !(u.is_finite() && u > 0.0) => {
-            Err(("unit", "must be a finite number > 0"))
+        (Transform::Identity, Some(_)) => {
+            return Err(("unit", "only used with transform = \"log1p\""));
         }
-        (Transform::Log1p, u) if f.lo <= -u.unwrap_or(1.0) => Err((
-            "unit",
-            "log1p needs lo > −unit (ln(1 + v/unit) of every clipped value)",
-        )),
-        _ => Ok(()),
+        (Transform::Log1p, Some(u)) if !(u.is_finite() && u > 0.0) => {
+            return Err(("unit", "must be a finite number > 0"));
+        }
+        (Transform::Log1p, u) if f.lo <= -u.unwrap_or(1.0) => {
+            return Err((
+                "unit",
+                "log1p needs lo > −unit (ln(1 + v/unit) of every clipped value)",
+            ));
+        }
+        _ => {}
     }
+    // The bounds' standardised values must stay far from overflow, or a row's norm becomes
+    // infinite and its projection NaN (found by shared/tests/fuzz.rs: scale = 1e-308).
+    let t = |v: f64| match f.transform.unwrap_or_default() {
+        Transform::Identity => v,
+        Transform::Log1p => (v / f.unit.unwrap_or(1.0)).ln_1p(),
+    };
+    let (center, scale) = (f.center.unwrap_or(0.0), f.scale.unwrap_or(1.0));
+    let far = [f.lo, f.hi]
+        .iter()
+        .map(|&v| ((t(v) - center) / scale).abs())
+        .fold(0.0, f64::max);
+    if !(far <= MAX_STANDARDISED) {
+        return Err((
+            "scale",
+            "too small for the bounds: (lo or hi − center)/scale must stay within 1e12",
+        ));
+    }
+    Ok(())
 }
+
+/// Largest |(T(v) − center)/scale| a feature's bounds may reach in ball mode.
+const MAX_STANDARDISED: f64 = 1e12;
 
 #[cfg(test)]
 mod tests {
