@@ -7,6 +7,8 @@
 //!   slides 16–19: Lap(GS_f/ε), the sensitivities of sums, means and histograms, and the basic
 //!   composition of Lemma 16.7), each Laplace draw snapped ([`crate::privacy::snapping`]).
 //!
-//! Smooth-sensitivity release of the median (seed 002, slides 24–27) is not implemented yet.
+//! - [`smooth_median`]: the median of values in a public [lo, hi] with Laplace noise calibrated
+//!   to its smooth sensitivity (seed 002 slides 24–27; NRS 2007), (ε, δ)-DP.
 
 pub mod laplace_stats;
+pub mod smooth_median;
