@@ -1,9 +1,10 @@
 //! Counts, sums and means of a node's rows, per class and per feature, by the **Laplace mechanism
 //! with global sensitivity** (seed 002: Kashima, lecture notes on Chapter 16 of Aggarwal & Yu,
-//! *Privacy-Preserving Data Mining*; slide 16, "Lap(GS_f/ε) is ε-differentially private", with
+//! *Privacy-Preserving Data Mining*, slide numbers as printed on its pages; slides 13–14, Lap(1/ε)
+//! for a sum query; slide 15, "Lap(GS_f/ε) is ε-differentially private" with
 //! GS_f = max over neighbours of ||f(x) − f(x′)||₁; slide 18, the global sensitivities of sums,
 //! means and histograms; slide 19, a histogram and subset sums released together with ε′ = ε/2
-//! each; Lemma 16.7, basic composition ε′ = Σᵢ εᵢ).
+//! each; slide 11, Lemma 16.7, basic composition ε′ = Σᵢ εᵢ).
 //!
 //! **What is released.** The public schema declares for each feature j bounds lo_j < hi_j
 //! ([`crate::data::schema::FeatureSpec`]). Statistics are of the **raw values clipped to
@@ -23,7 +24,7 @@
 //! means are computed by the user from the noisy sums and counts). Centring makes the sum's
 //! sensitivity hi − lo instead of 2·max(|lo|, |hi|).
 //!
-//! **Sensitivities** (ℓ₁, of the exact integer vectors; GS_f of seed 002 slide 16):
+//! **Sensitivities** (ℓ₁, of the exact integer vectors; GS_f of seed 002 slide 15):
 //! - replace-one (one row replaced by any other row, with any label):
 //!   - histogram: **2** (a row that changes class moves one unit from one count to the other;
 //!     seed 002 slide 18, "GS_hist = 2");
@@ -45,7 +46,7 @@
 //! with ℓ₁ sensitivity Δ it is (Δ + 2·2^{-49}·B)/λ. The scale is
 //! **λᵢ = (Δᵢ + 2^{-48}·Bᵢ)/(εᵢ − 2^{-46})·(1 + 2^{-40})** (B is raised by less than 4λ onto
 //! the grid), and the achieved εᵢ is checked against the budget after construction: the
-//! floating-point price is paid inside ε. To first order λᵢ = Δᵢ/εᵢ, Lap(GS_f/ε) of slide 16.
+//! floating-point price is paid inside ε. To first order λᵢ = Δᵢ/εᵢ, Lap(GS_f/ε) of slide 15.
 //!
 //! **Guarantee:** ε-DP (δ = 0) under the chosen neighbour relation
 //! ([`crate::privacy::guarantee::NeighbourRelation`]), under Theorem 1's assumptions (IEEE-754

@@ -4,7 +4,7 @@
 //!
 //! - [`laplace_stats`]: per-class and per-feature counts, sums and means of the rows clipped to
 //!   the public schema's bounds, by the Laplace mechanism with global sensitivity (seed 002,
-//!   slides 16–19: Lap(GS_f/ε), the sensitivities of sums, means and histograms, and the basic
+//!   slides 15–19: Lap(GS_f/ε), the sensitivities of sums, means and histograms, and the basic
 //!   composition of Lemma 16.7), each Laplace draw snapped ([`crate::privacy::snapping`]).
 //!
 //! - [`smooth_median`]: the median of values in a public [lo, hi] with Laplace noise calibrated

@@ -25,7 +25,7 @@
 //! δ > 0) gives, with **β = ε/(2 ln(2/δ))** and noise **Lap(2·S*(x)/ε)**, an **(ε, δ)-DP**
 //! release. (Pure ε-DP needs a heavy-tailed density such as 1/(1 + |z|^γ); not implemented.) That is what is implemented; the guarantee is stated
 //! under **replace-one** (smooth sensitivity is defined over Hamming distance on datasets of a
-//! fixed size n, slide 9's dist_H).
+//! fixed size n, slide 9's dist_H, Definition 16.4).
 //!
 //! **Assumptions and gaps:** n ≥ 1 is public (replace-one); values are clipped to [lo, hi]
 //! (a NaN is refused). The noise is Laplace drawn in f64 ([`crate::privacy::snapping::laplace_f64`],
