@@ -11,6 +11,8 @@
 //! - [`mechanism`]: private learners as values that carry their guarantee, one file each, and
 //!   [`mechanism::MechanismKind`], the names users give them.
 //! - [`accounting`]: RDP curves and the composition of a node's charges (its ledger rule).
+//! - [`statistics`]: private counts, sums and means of a node's rows by the Laplace mechanism
+//!   with global sensitivity (seed 002, [`statistics::laplace_stats`]).
 //! - [`synthetic`]: private synthetic data — the Rényi DP of rows sampled from the normal fitted
 //!   to the data (seed 003, [`synthetic::mvn_rdp`]).
 
@@ -20,4 +22,5 @@ pub mod mechanism;
 pub mod noise;
 pub mod release;
 pub mod snapping;
+pub mod statistics;
 pub mod synthetic;

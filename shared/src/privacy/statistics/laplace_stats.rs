@@ -1,0 +1,787 @@
+//! Counts, sums and means of a node's rows, per class and per feature, by the **Laplace mechanism
+//! with global sensitivity** (seed 002: Kashima, lecture notes on Chapter 16 of Aggarwal & Yu,
+//! *Privacy-Preserving Data Mining*, slide numbers as printed on its pages; slides 13–14, Lap(1/ε)
+//! for a sum query; slide 15, "Lap(GS_f/ε) is ε-differentially private" with
+//! GS_f = max over neighbours of ||f(x) − f(x′)||₁; slide 18, the global sensitivities of sums,
+//! means and histograms; slide 19, a histogram and subset sums released together with ε′ = ε/2
+//! each; slide 11, Lemma 16.7, basic composition ε′ = Σᵢ εᵢ).
+//!
+//! **What is released.** The public schema declares for each feature j bounds lo_j < hi_j
+//! ([`crate::data::schema::FeatureSpec`]). Statistics are of the **raw values clipped to
+//! [lo_j, hi_j]** (not of normalised values): organisations agree normalisations in raw units, and
+//! the clipping is what makes the sensitivity finite. With centre c_j = (lo_j + hi_j)/2 and
+//! half-width r_j = (hi_j − lo_j)/2, each clipped value v becomes the centred value
+//! u = clamp(v − c_j, −r_j, r_j), quantised to q = round(u/r_j · 2^22) ∈ [−2^22, 2^22] (an error
+//! of at most r_j·2^{-23} per value) so that every sum below is an exact integer, exactly
+//! representable in f64 (|Σq| ≤ 2^30·2^22 = 2^52). Two quantities are released with noise:
+//!
+//! 1. the class histogram (n₋, n₊): the number of rows of each class;
+//! 2. for each feature j, the centred class sums (Q₋,j, Q₊,j), Q_{k,j} = Σ_{rows of class k} q.
+//!
+//! Everything else is post-processing (no further ε): the sum of clipped values
+//! s_{k,j} = c_j·ñ_k + Q̃_{k,j}·r_j·2^{-22}, the mean m_{k,j} = clamp(c_j + Q̃_{k,j}·r_j·2^{-22} /
+//! max(ñ_k, 1), lo_j, hi_j), and the totals over both classes (seed 002 slide 19: the cluster
+//! means are computed by the user from the noisy sums and counts). Centring makes the sum's
+//! sensitivity hi − lo instead of 2·max(|lo|, |hi|).
+//!
+//! **Sensitivities** (ℓ₁, of the exact integer vectors; GS_f of seed 002 slide 15):
+//! - replace-one (one row replaced by any other row, with any label):
+//!   - histogram: **2** (a row that changes class moves one unit from one count to the other;
+//!     seed 002 slide 18, "GS_hist = 2");
+//!   - centred sums of feature j: **2·2^22** units = **hi_j − lo_j** in raw units (same class:
+//!     |q − q′| ≤ 2·2^22; class changes: |q| + |q′| ≤ 2·2^22; seed 002 slide 18's subset sum);
+//! - add/remove-one (one row added or removed):
+//!   - histogram: **1**;
+//!   - centred sums of feature j: **2^22** units = **(hi_j − lo_j)/2** in raw units.
+//!
+//! **Composition** (seed 002 Lemma 16.7): ε is split equally over the d + 1 released quantities,
+//! εᵢ = ε/(d + 1) for the histogram and for each feature's pair of sums; their independent noise
+//! composes to ε.
+//!
+//! **Noise.** Each coordinate gets Laplace noise of scale λᵢ through Mironov's snapping mechanism
+//! ([`crate::privacy::snapping::SnappedLaplace`], Mironov 2012 Theorem 1), so the floating-point
+//! attack on x + Lap(λ) does not apply. The clamping bound is public: B = max_rows for counts and
+//! max_rows·2^22 for centred sums (which bound the true values when n ≤ max_rows). Theorem 1
+//! bounds the log-ratio of one coordinate by |x − x′|/λ + 2^{-49}·B/λ, so for a pair of coordinates
+//! with ℓ₁ sensitivity Δ it is (Δ + 2·2^{-49}·B)/λ. The scale is
+//! **λᵢ = (Δᵢ + 2^{-48}·Bᵢ)/(εᵢ − 2^{-46})·(1 + 2^{-40})** (B is raised by less than 4λ onto
+//! the grid), and the achieved εᵢ is checked against the budget after construction: the
+//! floating-point price is paid inside ε. To first order λᵢ = Δᵢ/εᵢ, Lap(GS_f/ε) of slide 15.
+//!
+//! **Guarantee:** ε-DP (δ = 0) under the chosen neighbour relation
+//! ([`crate::privacy::guarantee::NeighbourRelation`]), under Theorem 1's assumptions (IEEE-754
+//! arithmetic, an accurate `ln`). **Assumptions:** max_rows is public and n ≤ max_rows ≤ 2^30
+//! (a larger n is refused, which under add/remove-one reveals that n > max_rows: set it
+//! generously); values are not NaN (a NaN is refused; a schema's `missing` sentinel is clipped
+//! like any value, so callers drop or impute missing values first).
+
+use crate::data::schema::FeatureSpec;
+use crate::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
+use crate::privacy::noise::NoiseSource;
+use crate::privacy::snapping::{FLOAT_TERM, SnappedLaplace, SnappingError};
+
+/// Bits of the fixed-point quantisation of centred values: q ∈ [−2^22, 2^22].
+pub const QUANT_BITS: i32 = 22;
+
+/// 2^22: one half-width r_j in quantisation units.
+pub const QUANT_UNITS: f64 = (1u64 << QUANT_BITS) as f64;
+
+/// The largest public row bound: 2^30 rows keep |Σq| ≤ 2^52, exact in f64.
+pub const MAX_ROWS_LIMIT: usize = 1 << 30;
+
+/// A class of the binary label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// The negative class (label −1).
+    Negative,
+    /// The positive class (label +1).
+    Positive,
+}
+
+impl Class {
+    fn index(self) -> usize {
+        match self {
+            Self::Negative => 0,
+            Self::Positive => 1,
+        }
+    }
+}
+
+/// Why statistics cannot be planned or released.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StatsError {
+    /// ε is not finite and positive.
+    #[error("invalid epsilon {0}: must be finite and > 0")]
+    InvalidEpsilon(f64),
+    /// ε/(d + 1) leaves nothing after the floating-point term 2^{-46} of the snapping.
+    #[error("the epsilon share {0} of each released quantity is too small (must exceed 2^-46)")]
+    EpsilonTooSmall(f64),
+    /// The schema declares no feature.
+    #[error("the schema declares no feature")]
+    NoFeatures,
+    /// A feature's bounds are not finite with lo < hi.
+    #[error("feature {index}: bounds [{lo}, {hi}] must be finite with lo < hi")]
+    InvalidBounds {
+        /// Feature index.
+        index: usize,
+        /// Declared lower bound.
+        lo: f64,
+        /// Declared upper bound.
+        hi: f64,
+    },
+    /// max_rows is 0 or above [`MAX_ROWS_LIMIT`].
+    #[error("max_rows {0} must be in 1..=2^30")]
+    InvalidMaxRows(usize),
+    /// More rows than the public bound.
+    #[error("{rows} rows exceed the public bound max_rows = {max_rows}")]
+    TooManyRows {
+        /// Rows given.
+        rows: usize,
+        /// The public bound.
+        max_rows: usize,
+    },
+    /// Rows and labels differ in number.
+    #[error("{rows} rows but {labels} labels")]
+    LabelCount {
+        /// Rows given.
+        rows: usize,
+        /// Labels given.
+        labels: usize,
+    },
+    /// A row has the wrong number of values.
+    #[error("row {row} has {got} values, the schema declares {expected}")]
+    RowLength {
+        /// Row index.
+        row: usize,
+        /// Values in the row.
+        got: usize,
+        /// Features in the schema.
+        expected: usize,
+    },
+    /// A value is NaN.
+    #[error("row {row}, feature {feature}: value is NaN")]
+    NotANumber {
+        /// Row index.
+        row: usize,
+        /// Feature index.
+        feature: usize,
+    },
+    /// The snapping mechanism refused its parameters.
+    #[error("snapping: {0}")]
+    Snapping(#[from] SnappingError),
+    /// The achieved ε of a quantity exceeds its share (a calibration bug; never expected).
+    #[error("quantity {index}: achieved epsilon {achieved} exceeds its share {share}")]
+    Calibration {
+        /// 0 for the histogram, 1 + j for feature j.
+        index: usize,
+        /// Theorem 1's bound for the built mechanism.
+        achieved: f64,
+        /// εᵢ.
+        share: f64,
+    },
+}
+
+/// Parameters of a release.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LaplaceStatsParams {
+    /// Total ε of the release (δ = 0).
+    pub epsilon: f64,
+    /// Neighbour relation the sensitivities and the guarantee are stated under.
+    pub relation: NeighbourRelation,
+    /// Public upper bound on the number of rows (the snapping bound; see the module docs).
+    pub max_rows: usize,
+}
+
+/// The exact (noise-free) integer statistics the mechanism perturbs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExactStatistics {
+    /// Rows per class, indexed [negative, positive].
+    pub counts: [u64; 2],
+    /// Per feature, the centred quantised sums Q_{k,j} per class, in units of r_j·2^{-22}.
+    pub centred_sums: Vec<[i64; 2]>,
+}
+
+/// The calibrated mechanism for one schema: bounds, sensitivities and snapped Laplace scales.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaplaceStatsPlan {
+    params: LaplaceStatsParams,
+    lo: Vec<f64>,
+    hi: Vec<f64>,
+    centre: Vec<f64>,
+    half_width: Vec<f64>,
+    count_mechanism: SnappedLaplace,
+    sum_mechanism: SnappedLaplace,
+    achieved: Vec<f64>,
+}
+
+/// λ = (Δ + 2^{-48}·B)/(εᵢ − 2^{-46})·(1 + 2^{-40}) and its snapping mechanism (module docs).
+fn calibrate(
+    index: usize,
+    sensitivity: f64,
+    bound: f64,
+    share: f64,
+) -> Result<(SnappedLaplace, f64), StatsError> {
+    // 2^{-46} = 8·2^{-49}: the raised bound is below B + 4λ.
+    let denominator = share - 8.0 * FLOAT_TERM;
+    if denominator <= 0.0 {
+        return Err(StatsError::EpsilonTooSmall(share));
+    }
+    let scale = (sensitivity + 2.0 * FLOAT_TERM * bound) / denominator * (1.0 + 2f64.powi(-40));
+    let mechanism = SnappedLaplace::new(scale, bound)?;
+    let achieved = (sensitivity + 2.0 * FLOAT_TERM * mechanism.bound()) / mechanism.scale();
+    if achieved > share {
+        return Err(StatsError::Calibration {
+            index,
+            achieved,
+            share,
+        });
+    }
+    Ok((mechanism, achieved))
+}
+
+impl LaplaceStatsPlan {
+    /// Calibrates the release for the schema's features (their `lo`/`hi`) and `params`.
+    pub fn new(features: &[FeatureSpec], params: LaplaceStatsParams) -> Result<Self, StatsError> {
+        if !(params.epsilon.is_finite() && params.epsilon > 0.0) {
+            return Err(StatsError::InvalidEpsilon(params.epsilon));
+        }
+        if features.is_empty() {
+            return Err(StatsError::NoFeatures);
+        }
+        if params.max_rows == 0 || params.max_rows > MAX_ROWS_LIMIT {
+            return Err(StatsError::InvalidMaxRows(params.max_rows));
+        }
+        let mut lo = Vec::with_capacity(features.len());
+        let mut hi = Vec::with_capacity(features.len());
+        for (index, f) in features.iter().enumerate() {
+            if !(f.lo.is_finite() && f.hi.is_finite() && f.lo < f.hi && (f.hi - f.lo).is_finite()) {
+                return Err(StatsError::InvalidBounds {
+                    index,
+                    lo: f.lo,
+                    hi: f.hi,
+                });
+            }
+            lo.push(f.lo);
+            hi.push(f.hi);
+        }
+        let centre: Vec<f64> = lo.iter().zip(&hi).map(|(l, h)| l / 2.0 + h / 2.0).collect();
+        let half_width: Vec<f64> = lo.iter().zip(&hi).map(|(l, h)| h / 2.0 - l / 2.0).collect();
+        let quantities = features.len() + 1;
+        let share = params.epsilon / quantities as f64;
+        let (count_sens, sum_sens) = Self::unit_sensitivities(params.relation);
+        let max_rows = params.max_rows as f64;
+        let (count_mechanism, count_eps) = calibrate(0, count_sens, max_rows, share)?;
+        let (sum_mechanism, sum_eps) = calibrate(1, sum_sens, max_rows * QUANT_UNITS, share)?;
+        let mut achieved = vec![count_eps];
+        achieved.extend(std::iter::repeat_n(sum_eps, features.len()));
+        Ok(Self {
+            params,
+            lo,
+            hi,
+            centre,
+            half_width,
+            count_mechanism,
+            sum_mechanism,
+            achieved,
+        })
+    }
+
+    /// ℓ₁ global sensitivities (histogram, one feature's centred sums in quantisation units)
+    /// under `relation` (module docs; seed 002 slide 18).
+    pub fn unit_sensitivities(relation: NeighbourRelation) -> (f64, f64) {
+        match relation {
+            NeighbourRelation::ReplaceOne => (2.0, 2.0 * QUANT_UNITS),
+            NeighbourRelation::AddRemoveOne => (1.0, QUANT_UNITS),
+        }
+    }
+
+    /// The snapped Laplace mechanism of each class count (scale λ₀ ≈ Δ_hist/εᵢ).
+    pub fn count_mechanism(&self) -> &SnappedLaplace {
+        &self.count_mechanism
+    }
+
+    /// The snapped Laplace mechanism of each centred sum, in quantisation units (scale ≈
+    /// Δ_sum/εᵢ; the same for every feature, since units are relative to r_j).
+    pub fn sum_mechanism(&self) -> &SnappedLaplace {
+        &self.sum_mechanism
+    }
+
+    /// Laplace scale of feature j's class sums in raw units: λ·r_j·2^{-22} ≈ (hi_j − lo_j)/εᵢ
+    /// under replace-one, (hi_j − lo_j)/(2εᵢ) under add/remove-one.
+    pub fn sum_scale_raw(&self, j: usize) -> Option<f64> {
+        self.half_width
+            .get(j)
+            .map(|r| self.sum_mechanism.scale() * r / QUANT_UNITS)
+    }
+
+    /// Theorem 1's ε of each released quantity (histogram first), each ≤ ε/(d + 1).
+    pub fn achieved_epsilons(&self) -> &[f64] {
+        &self.achieved
+    }
+
+    /// The guarantee of a release: ε-DP, δ = 0, under the chosen relation.
+    pub fn guarantee(&self) -> PrivacyGuarantee {
+        PrivacyGuarantee {
+            epsilon: self.params.epsilon,
+            delta: 0.0,
+            relation: self.params.relation,
+        }
+    }
+
+    /// The exact statistics: class counts and centred quantised class sums of the clipped rows.
+    /// `positive[i]` is row i's label (true for the positive class).
+    pub fn exact(
+        &self,
+        rows: &[Vec<f64>],
+        positive: &[bool],
+    ) -> Result<ExactStatistics, StatsError> {
+        if rows.len() != positive.len() {
+            return Err(StatsError::LabelCount {
+                rows: rows.len(),
+                labels: positive.len(),
+            });
+        }
+        if rows.len() > self.params.max_rows {
+            return Err(StatsError::TooManyRows {
+                rows: rows.len(),
+                max_rows: self.params.max_rows,
+            });
+        }
+        let d = self.lo.len();
+        let mut counts = [0u64; 2];
+        let mut centred_sums = vec![[0i64; 2]; d];
+        for (row, (values, &pos)) in rows.iter().zip(positive).enumerate() {
+            if values.len() != d {
+                return Err(StatsError::RowLength {
+                    row,
+                    got: values.len(),
+                    expected: d,
+                });
+            }
+            let k = if pos { 1 } else { 0 };
+            counts[k] += 1;
+            for (feature, &v) in values.iter().enumerate() {
+                if v.is_nan() {
+                    return Err(StatsError::NotANumber { row, feature });
+                }
+                centred_sums[feature][k] += self.quantise(feature, v);
+            }
+        }
+        Ok(ExactStatistics {
+            counts,
+            centred_sums,
+        })
+    }
+
+    /// q = round(clamp((v − c)/r, −1, 1)·2^22) ∈ [−2^22, 2^22] for a non-NaN v.
+    fn quantise(&self, feature: usize, v: f64) -> i64 {
+        let (l, h) = (self.lo[feature], self.hi[feature]);
+        let u = (v.clamp(l, h) - self.centre[feature]) / self.half_width[feature];
+        // |q| ≤ 2^22 whatever rounding did to u.
+        (u.clamp(-1.0, 1.0) * QUANT_UNITS).round() as i64
+    }
+
+    /// Releases the statistics of `rows` (raw values) with labels `positive`.
+    pub fn release(
+        &self,
+        rows: &[Vec<f64>],
+        positive: &[bool],
+        rng: &mut NoiseSource,
+    ) -> Result<LaplaceStatistics, StatsError> {
+        let exact = self.exact(rows, positive)?;
+        let mut counts = [0.0; 2];
+        for (noisy, &c) in counts.iter_mut().zip(&exact.counts) {
+            *noisy = self.count_mechanism.sample(c as f64, rng)?;
+        }
+        let mut centred_sums = Vec::with_capacity(exact.centred_sums.len());
+        for sums in &exact.centred_sums {
+            let mut noisy = [0.0; 2];
+            for (out, &s) in noisy.iter_mut().zip(sums) {
+                *out = self.sum_mechanism.sample(s as f64, rng)?;
+            }
+            centred_sums.push(noisy);
+        }
+        Ok(LaplaceStatistics {
+            guarantee: self.guarantee(),
+            lo: self.lo.clone(),
+            hi: self.hi.clone(),
+            centre: self.centre.clone(),
+            half_width: self.half_width.clone(),
+            counts,
+            centred_sums,
+        })
+    }
+}
+
+/// A release: noisy class counts and centred class sums, with its guarantee; sums and means are
+/// post-processing of them (module docs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaplaceStatistics {
+    guarantee: PrivacyGuarantee,
+    lo: Vec<f64>,
+    hi: Vec<f64>,
+    centre: Vec<f64>,
+    half_width: Vec<f64>,
+    counts: [f64; 2],
+    centred_sums: Vec<[f64; 2]>,
+}
+
+impl LaplaceStatistics {
+    /// The guarantee of this release.
+    pub fn guarantee(&self) -> PrivacyGuarantee {
+        self.guarantee
+    }
+
+    /// Number of features.
+    pub fn dim(&self) -> usize {
+        self.lo.len()
+    }
+
+    /// Noisy number of rows of `class`.
+    pub fn count(&self, class: Class) -> f64 {
+        self.counts[class.index()]
+    }
+
+    /// Noisy number of rows.
+    pub fn total_count(&self) -> f64 {
+        self.counts[0] + self.counts[1]
+    }
+
+    fn centred_raw(&self, j: usize, k: usize) -> Option<f64> {
+        let s = self.centred_sums.get(j)?;
+        Some(s[k] * self.half_width[j] / QUANT_UNITS)
+    }
+
+    /// Noisy sum of feature j's clipped values over rows of `class`: c_j·ñ_k + Q̃·r_j·2^{-22}.
+    pub fn sum(&self, class: Class, j: usize) -> Option<f64> {
+        let k = class.index();
+        Some(self.centre.get(j)? * self.counts[k] + self.centred_raw(j, k)?)
+    }
+
+    /// Noisy sum of feature j's clipped values over all rows.
+    pub fn total_sum(&self, j: usize) -> Option<f64> {
+        Some(self.sum(Class::Negative, j)? + self.sum(Class::Positive, j)?)
+    }
+
+    /// Noisy mean of feature j over rows of `class`: c_j + centred sum / max(ñ_k, 1), clamped to
+    /// [lo_j, hi_j].
+    pub fn mean(&self, class: Class, j: usize) -> Option<f64> {
+        let k = class.index();
+        let m = self.centre.get(j)? + self.centred_raw(j, k)? / self.counts[k].max(1.0);
+        Some(m.clamp(self.lo[j], self.hi[j]))
+    }
+
+    /// Noisy mean of feature j over all rows, clamped to [lo_j, hi_j].
+    pub fn total_mean(&self, j: usize) -> Option<f64> {
+        let centred = self.centred_raw(j, 0)? + self.centred_raw(j, 1)?;
+        let m = self.centre.get(j)? + centred / self.total_count().max(1.0);
+        Some(m.clamp(self.lo[j], self.hi[j]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::privacy::snapping::laplace_f64;
+    use rand::RngExt;
+    use statrs::distribution::{ChiSquared, ContinuousCDF};
+
+    fn features() -> Vec<FeatureSpec> {
+        // Half-widths 4 and 2 (powers of two): raw ↔ unit conversions are exact.
+        vec![
+            FeatureSpec::bounded("age", 0.0, 8.0),
+            FeatureSpec::bounded("score", -2.0, 2.0),
+        ]
+    }
+
+    fn plan(relation: NeighbourRelation) -> LaplaceStatsPlan {
+        LaplaceStatsPlan::new(
+            &features(),
+            LaplaceStatsParams {
+                epsilon: 1.5,
+                relation,
+                max_rows: 1000,
+            },
+        )
+        .expect("valid plan")
+    }
+
+    fn dataset() -> (Vec<Vec<f64>>, Vec<bool>) {
+        let rows = vec![
+            vec![1.0, 0.5],
+            vec![9.0, -3.0], // clipped to (8, −2)
+            vec![4.0, 1.25],
+            vec![2.5, -0.75],
+            vec![7.0, 2.0],
+        ];
+        (rows, vec![true, true, false, true, false])
+    }
+
+    /// CDF of Laplace(0, scale).
+    fn laplace_cdf(scale: f64, x: f64) -> f64 {
+        if x < 0.0 {
+            0.5 * (x / scale).exp()
+        } else {
+            1.0 - 0.5 * (-x / scale).exp()
+        }
+    }
+
+    /// p-value of the χ² test of `outputs` against ⌊x + Lap(scale)⌉_grid: cells k·grid around
+    /// x, tails beyond ±4 cells merged (8 degrees of freedom).
+    fn chi_square_p(outputs: &[f64], x: f64, scale: f64, grid: f64) -> f64 {
+        let kmax = 4i64;
+        let centre = (x / grid).round() as i64;
+        let mut observed = vec![0.0; (2 * kmax + 1) as usize];
+        for &y in outputs {
+            let k = ((y / grid).round() as i64 - centre).clamp(-kmax, kmax);
+            observed[(k + kmax) as usize] += 1.0;
+        }
+        let n = outputs.len() as f64;
+        let mut stat = 0.0;
+        for (i, o) in observed.iter().enumerate() {
+            let k = i as i64 - kmax;
+            let lo = if k == -kmax {
+                0.0
+            } else {
+                laplace_cdf(scale, ((centre + k) as f64 - 0.5) * grid - x)
+            };
+            let hi = if k == kmax {
+                1.0
+            } else {
+                laplace_cdf(scale, ((centre + k) as f64 + 0.5) * grid - x)
+            };
+            let e = n * (hi - lo);
+            stat += (o - e) * (o - e) / e;
+        }
+        1.0 - ChiSquared::new((2 * kmax) as f64).expect("valid").cdf(stat)
+    }
+
+    const DRAWS: usize = 20_000;
+
+    /// Noisy positive-class count and feature-0 positive centred sum (in units) of many releases.
+    fn released_noise(p: &LaplaceStatsPlan, seed: u64) -> (Vec<f64>, Vec<f64>) {
+        let (rows, labels) = dataset();
+        let mut rng = NoiseSource::seeded(seed);
+        let (mut counts, mut sums) = (Vec::new(), Vec::new());
+        for _ in 0..DRAWS {
+            let r = p.release(&rows, &labels, &mut rng).expect("release");
+            counts.push(r.count(Class::Positive));
+            // Through the raw-unit conversion, undone exactly (r = 4 is a power of two).
+            sums.push(r.centred_raw(0, 1).expect("feature 0") * QUANT_UNITS / r.half_width[0]);
+        }
+        (counts, sums)
+    }
+
+    #[test]
+    fn scales_are_the_global_sensitivity_over_the_epsilon_share() {
+        for relation in [
+            NeighbourRelation::ReplaceOne,
+            NeighbourRelation::AddRemoveOne,
+        ] {
+            let p = plan(relation);
+            let share = 1.5 / 3.0;
+            let (dc, ds) = LaplaceStatsPlan::unit_sensitivities(relation);
+            let rel = |a: f64, b: f64| (a - b).abs() / b;
+            assert!(rel(p.count_mechanism().scale(), dc / share) < 1e-9);
+            assert!(rel(p.sum_mechanism().scale(), ds / share) < 1e-9);
+            // Raw units: (hi − lo)/εᵢ under replace-one, half that under add/remove-one.
+            let factor = match relation {
+                NeighbourRelation::ReplaceOne => 1.0,
+                NeighbourRelation::AddRemoveOne => 0.5,
+            };
+            let raw = p.sum_scale_raw(1).expect("feature 1");
+            assert!(rel(raw, factor * 4.0 / share) < 1e-9);
+            // Basic composition: the shares sum to at most ε.
+            assert_eq!(p.achieved_epsilons().len(), 3);
+            assert!(p.achieved_epsilons().iter().sum::<f64>() <= 1.5);
+            assert!(p.achieved_epsilons().iter().all(|&e| e <= share));
+            assert_eq!(
+                p.guarantee(),
+                PrivacyGuarantee {
+                    epsilon: 1.5,
+                    delta: 0.0,
+                    relation
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn count_and_sum_noise_match_snapped_laplace_at_the_stated_scale() {
+        let p = plan(NeighbourRelation::ReplaceOne);
+        let exact = p.exact(&dataset().0, &dataset().1).expect("exact");
+        let (counts, sums) = released_noise(&p, 7);
+        let c = p.count_mechanism();
+        let pc = chi_square_p(&counts, exact.counts[1] as f64, c.scale(), c.grid());
+        assert!(pc > 1e-3, "count p = {pc}");
+        let s = p.sum_mechanism();
+        let ps = chi_square_p(&sums, exact.centred_sums[0][1] as f64, s.scale(), s.grid());
+        assert!(ps > 1e-3, "sum p = {ps}");
+    }
+
+    #[test]
+    fn half_noise_mutant_fails_the_same_chi_square_test() {
+        let p = plan(NeighbourRelation::ReplaceOne);
+        let exact = p.exact(&dataset().0, &dataset().1).expect("exact");
+        let mut rng = NoiseSource::seeded(8);
+        for (m, x) in [
+            (p.count_mechanism(), exact.counts[1] as f64),
+            (p.sum_mechanism(), exact.centred_sums[0][1] as f64),
+        ] {
+            // The mutant: half the scale, snapped to the same grid and bound.
+            let outputs: Vec<f64> = (0..DRAWS)
+                .map(|_| {
+                    let y = x + laplace_f64(m.scale() / 2.0, &mut rng);
+                    ((y / m.grid()).round() * m.grid()).clamp(-m.bound(), m.bound())
+                })
+                .collect();
+            let pm = chi_square_p(&outputs, x, m.scale(), m.grid());
+            assert!(pm < 1e-6, "mutant p = {pm}");
+        }
+    }
+
+    fn random_dataset(rng: &mut NoiseSource) -> (Vec<Vec<f64>>, Vec<bool>) {
+        let n = 1 + (rng.random::<u64>() % 40) as usize;
+        let rows = (0..n)
+            .map(|_| {
+                // Values beyond the bounds too, so clipping is exercised.
+                vec![
+                    -3.0 + 14.0 * rng.random::<f64>(),
+                    -4.0 + 8.0 * rng.random::<f64>(),
+                ]
+            })
+            .collect();
+        let labels = (0..n).map(|_| rng.random::<bool>()).collect();
+        (rows, labels)
+    }
+
+    /// ℓ₁ distances (histogram, per-feature centred sums in units) of two exact statistics.
+    fn distances(a: &ExactStatistics, b: &ExactStatistics) -> (u64, Vec<i64>) {
+        let dc = a.counts[0].abs_diff(b.counts[0]) + a.counts[1].abs_diff(b.counts[1]);
+        let ds = a
+            .centred_sums
+            .iter()
+            .zip(&b.centred_sums)
+            .map(|(x, y)| (x[0] - y[0]).abs() + (x[1] - y[1]).abs())
+            .collect();
+        (dc, ds)
+    }
+
+    #[test]
+    fn replacing_one_row_moves_the_exact_statistics_by_at_most_the_sensitivity() {
+        let p = plan(NeighbourRelation::ReplaceOne);
+        let (dc_max, ds_max) = LaplaceStatsPlan::unit_sensitivities(NeighbourRelation::ReplaceOne);
+        let mut rng = NoiseSource::seeded(9);
+        let mut attained = false;
+        for _ in 0..2000 {
+            let (rows, labels) = random_dataset(&mut rng);
+            let before = p.exact(&rows, &labels).expect("exact");
+            let i = (rng.random::<u64>() % rows.len() as u64) as usize;
+            // Worst case: the row at the opposite corner of the box, in the other class; and a
+            // random replacement.
+            let corner: Vec<f64> = features()
+                .iter()
+                .zip(&rows[i])
+                .map(|(f, &v)| if v > (f.lo + f.hi) / 2.0 { f.lo } else { f.hi })
+                .collect();
+            let random = random_dataset(&mut rng);
+            for (new_row, new_label) in [(corner, !labels[i]), (random.0[0].clone(), random.1[0])] {
+                let (mut r2, mut l2) = (rows.clone(), labels.clone());
+                r2[i] = new_row;
+                l2[i] = new_label;
+                let after = p.exact(&r2, &l2).expect("exact");
+                let (dc, ds) = distances(&before, &after);
+                assert!(dc as f64 <= dc_max);
+                for (j, d) in ds.iter().enumerate() {
+                    assert!(*d as f64 <= ds_max, "feature {j}: {d}");
+                    // In raw units: at most hi − lo.
+                    let f = &features()[j];
+                    assert!(*d as f64 * (f.hi - f.lo) / 2.0 / QUANT_UNITS <= f.hi - f.lo);
+                    attained |= *d as f64 == ds_max;
+                }
+            }
+        }
+        assert!(
+            attained,
+            "the sum sensitivity is tight (lo in one class → hi in the other)"
+        );
+    }
+
+    #[test]
+    fn removing_one_row_moves_the_exact_statistics_by_at_most_the_sensitivity() {
+        let p = plan(NeighbourRelation::AddRemoveOne);
+        let (dc_max, ds_max) =
+            LaplaceStatsPlan::unit_sensitivities(NeighbourRelation::AddRemoveOne);
+        let mut rng = NoiseSource::seeded(10);
+        for _ in 0..2000 {
+            let (rows, labels) = random_dataset(&mut rng);
+            let before = p.exact(&rows, &labels).expect("exact");
+            let i = (rng.random::<u64>() % rows.len() as u64) as usize;
+            let (mut r2, mut l2) = (rows.clone(), labels.clone());
+            r2.remove(i);
+            l2.remove(i);
+            let after = p.exact(&r2, &l2).expect("exact");
+            let (dc, ds) = distances(&before, &after);
+            assert_eq!(dc as f64, dc_max);
+            assert!(ds.iter().all(|&d| d as f64 <= ds_max));
+        }
+    }
+
+    #[test]
+    fn sums_and_means_are_of_the_clipped_raw_values() {
+        // A huge ε and a small max_rows: noise far below the values.
+        let p = LaplaceStatsPlan::new(
+            &features(),
+            LaplaceStatsParams {
+                epsilon: 3e6,
+                relation: NeighbourRelation::ReplaceOne,
+                max_rows: 10,
+            },
+        )
+        .expect("plan");
+        let (rows, labels) = dataset();
+        let r = p
+            .release(&rows, &labels, &mut NoiseSource::seeded(11))
+            .expect("release");
+        assert!((r.count(Class::Positive) - 3.0).abs() < 1e-3);
+        assert!((r.count(Class::Negative) - 2.0).abs() < 1e-3);
+        // Positive rows clipped: (1, 0.5), (8, −2), (2.5, −0.75).
+        let close = |a: Option<f64>, b: f64| (a.expect("feature") - b).abs() < 1e-3;
+        assert!(close(r.sum(Class::Positive, 0), 11.5));
+        assert!(close(r.mean(Class::Positive, 1), -2.25 / 3.0));
+        assert!(close(r.total_sum(0), 22.5));
+        assert!(close(r.total_mean(1), 1.0 / 5.0));
+        assert!(r.sum(Class::Positive, 2).is_none());
+        assert_eq!(r.dim(), 2);
+        assert_eq!(r.guarantee().epsilon, 3e6);
+    }
+
+    #[test]
+    fn invalid_inputs_are_typed_errors() {
+        let p = plan(NeighbourRelation::ReplaceOne);
+        let mut rng = NoiseSource::seeded(12);
+        assert!(matches!(
+            p.release(&[vec![f64::NAN, 0.0]], &[true], &mut rng),
+            Err(StatsError::NotANumber { row: 0, feature: 0 })
+        ));
+        assert!(matches!(
+            p.release(&[vec![1.0]], &[true], &mut rng),
+            Err(StatsError::RowLength { .. })
+        ));
+        assert!(matches!(
+            p.release(&[vec![1.0, 1.0]], &[], &mut rng),
+            Err(StatsError::LabelCount { .. })
+        ));
+        let too_many = vec![vec![1.0, 1.0]; 1001];
+        assert!(matches!(
+            p.release(&too_many, &vec![true; 1001], &mut rng),
+            Err(StatsError::TooManyRows { .. })
+        ));
+        let params = |epsilon, max_rows| LaplaceStatsParams {
+            epsilon,
+            relation: NeighbourRelation::ReplaceOne,
+            max_rows,
+        };
+        assert!(matches!(
+            LaplaceStatsPlan::new(&features(), params(0.0, 10)),
+            Err(StatsError::InvalidEpsilon(_))
+        ));
+        assert!(matches!(
+            LaplaceStatsPlan::new(&features(), params(1e-20, 10)),
+            Err(StatsError::EpsilonTooSmall(_))
+        ));
+        assert!(matches!(
+            LaplaceStatsPlan::new(&features(), params(1.0, 0)),
+            Err(StatsError::InvalidMaxRows(0))
+        ));
+        assert!(matches!(
+            LaplaceStatsPlan::new(&[], params(1.0, 10)),
+            Err(StatsError::NoFeatures)
+        ));
+        let bad = [FeatureSpec::bounded("x", 1.0, 1.0)];
+        assert!(matches!(
+            LaplaceStatsPlan::new(&bad, params(1.0, 10)),
+            Err(StatsError::InvalidBounds { index: 0, .. })
+        ));
+    }
+}
