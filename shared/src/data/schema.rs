@@ -605,7 +605,7 @@ fn check_ball_feature(f: &FeatureSpec) -> Result<(), (&'static str, &'static str
         .iter()
         .map(|&v| ((t(v) - center) / scale).abs())
         .fold(0.0, f64::max);
-    if !(far <= MAX_STANDARDISED) {
+    if !far.is_finite() || far > MAX_STANDARDISED {
         return Err((
             "scale",
             "too small for the bounds: (lo or hi − center)/scale must stay within 1e12",
