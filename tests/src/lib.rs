@@ -356,3 +356,21 @@ impl dpagg_proto::v1::organisation_node_server::OrganisationNode for FakeNode {
         Err(tonic::Status::permission_denied("fake"))
     }
 }
+
+/// Writes the aggregator's own rows (Diabetes rows 400…599) to `dir/own.csv` and the schema to
+/// `dir/agg.schema.toml`.
+pub fn write_own_data(dir: &Path) {
+    let csv = std::fs::read_to_string(repo_root().join("data/diabetes.csv")).expect("data");
+    let mut lines = csv.lines();
+    let mut own = format!("{}\n", lines.next().expect("header"));
+    for l in lines.skip(400).take(200) {
+        own.push_str(l);
+        own.push('\n');
+    }
+    std::fs::write(dir.join("own.csv"), own).expect("write");
+    std::fs::copy(
+        repo_root().join("data/diabetes.schema.toml"),
+        dir.join("agg.schema.toml"),
+    )
+    .expect("copy");
+}

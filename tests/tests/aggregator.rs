@@ -6,7 +6,7 @@ use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::organisation_node_server::OrganisationNodeServer;
 use dpagg_tests::{
     FakeNode, NodeProcess, assert_one_line_error, assert_success, node_config, publish_with_cli,
-    repo_root, run,
+    repo_root, run, write_own_data,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -87,19 +87,7 @@ fn published_node(dir: &Path, id: &str) -> NodeProcess {
 
 /// Writes the aggregator's own data (Diabetes rows 400…) and an aggregator config.
 fn aggregator_config(dir: &Path, nodes: &[String], extra: &str) -> PathBuf {
-    let csv = std::fs::read_to_string(repo_root().join("data/diabetes.csv")).expect("data");
-    let mut lines = csv.lines();
-    let mut own = format!("{}\n", lines.next().expect("header"));
-    for l in lines.skip(400).take(200) {
-        own.push_str(l);
-        own.push('\n');
-    }
-    std::fs::write(dir.join("own.csv"), own).expect("write");
-    std::fs::copy(
-        repo_root().join("data/diabetes.schema.toml"),
-        dir.join("agg.schema.toml"),
-    )
-    .expect("copy");
+    write_own_data(dir);
     let list: Vec<String> = nodes.iter().map(|n| format!("\"{n}\"")).collect();
     let path = dir.join("aggregator.toml");
     std::fs::write(

@@ -99,6 +99,13 @@ pub struct Calibration {
     pub float_epsilon: f64,
 }
 
+/// Δ₂ = 2/(nλ) + 2τ/λ: the ℓ₂ sensitivity of the minimiser of the λ-regularised logistic loss
+/// on `n` rows, computed to gradient norm τ (CMS 2011 Corollary 8 for the exact minimiser, plus
+/// 2τ/λ for two inexact ones). Both output perturbations calibrate to it.
+pub(crate) fn minimiser_sensitivity(n: usize, lambda: f64, tau: f64) -> f64 {
+    2.0 / (n as f64 * lambda) + 2.0 * tau / lambda
+}
+
 impl OutputPerturbation {
     /// A mechanism for ε > 0 and regulariser λ > 0 (or `auto`).
     pub fn new(epsilon: f64, lambda: impl Into<Lambda>) -> Result<Self, MechanismError> {
@@ -121,9 +128,7 @@ impl OutputPerturbation {
     /// Δ₂ = 2/(nλ) + 2τ/λ: the ℓ₂ sensitivity of the computed minimiser for `n` rows of
     /// dimension `dim`.
     pub fn sensitivity(&self, n: usize, dim: usize) -> f64 {
-        let tau = Self::solver_options().tolerance;
-        let lambda = self.lambda_for(n, dim);
-        2.0 / (n as f64 * lambda) + 2.0 * tau / lambda
+        minimiser_sensitivity(n, self.lambda_for(n, dim), Self::solver_options().tolerance)
     }
 
     /// The noise for `n` rows of dimension `dim` (see the module documentation).

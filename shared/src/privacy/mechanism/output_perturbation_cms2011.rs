@@ -75,9 +75,11 @@ impl OutputPerturbationCms2011 {
     /// Δ = 2/(nλ) + 2τ/λ: the ℓ₂ sensitivity of the computed minimiser for `n` rows of
     /// dimension `dim`.
     pub fn sensitivity(&self, n: usize, dim: usize) -> f64 {
-        let tau = Self::solver_options().tolerance;
-        let lambda = self.lambda_for(n, dim);
-        2.0 / (n as f64 * lambda) + 2.0 * tau / lambda
+        super::output_perturbation::minimiser_sensitivity(
+            n,
+            self.lambda_for(n, dim),
+            Self::solver_options().tolerance,
+        )
     }
 
     /// Δ/ε, the scale of the Gamma-distributed noise norm.
