@@ -9,6 +9,11 @@
 //!
 //! - [`smooth_median`]: the median of values in a public [lo, hi] with Laplace noise calibrated
 //!   to its smooth sensitivity (seed 002 slides 24–27; NRS 2007), (ε, δ)-DP.
+//!
+//! - [`sample_aggregate`]: sample-and-aggregate of the logistic-regression fit (seed 002, last
+//!   slides; NRS 2007 §4): fits on k random disjoint blocks, clipped to [−B, B], aggregated per
+//!   coordinate by the smooth-sensitivity median with (ε/D, δ/D), (ε, δ)-DP under replace-one.
 
 pub mod laplace_stats;
+pub mod sample_aggregate;
 pub mod smooth_median;
