@@ -88,6 +88,26 @@ pub enum SnappingError {
     /// The value to release is NaN (clamping, and so the guarantee, is not defined for it).
     #[error("the value to release is NaN")]
     NotANumber,
+    /// ε leaves nothing after the floating-point terms of Theorem 1 ([`calibrate_vector`]).
+    #[error(
+        "epsilon {} is too small: the floating-point term of Mironov 2012 Theorem 1 alone is {}",
+        Num(*.epsilon),
+        Num(*.floor)
+    )]
+    EpsilonTooSmall {
+        /// ε asked for.
+        epsilon: f64,
+        /// The floating-point terms at their largest.
+        floor: f64,
+    },
+    /// The achieved ε exceeds the target (a calibration bug; never expected).
+    #[error("achieved epsilon {} exceeds the target {}", Num(*.achieved), Num(*.epsilon))]
+    Calibration {
+        /// Theorem 1's bound for the built mechanism.
+        achieved: f64,
+        /// The target.
+        epsilon: f64,
+    },
 }
 
 /// The snapping mechanism for one real value: Laplace scale λ, grid Λ, bound B (on the grid).
@@ -164,6 +184,49 @@ impl SnappedLaplace {
     }
 }
 
+/// A snapped Laplace mechanism calibrated for a **vector** query, with the ε it achieves.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VectorCalibration {
+    /// The mechanism every coordinate is released through, independently.
+    pub mechanism: SnappedLaplace,
+    /// Theorem 1's ε of the whole vector: (Δ₁ + k·2^{-49}·B)/λ ≤ the target.
+    pub achieved: f64,
+}
+
+/// Calibrates one snapped Laplace mechanism to release every coordinate of a vector query with
+/// independent noise at total ε = `epsilon`, for neighbours whose vectors are at most
+/// `sensitivity` apart in ℓ₁ and differ in at most `coordinates` coordinates, each coordinate of
+/// magnitude at most `bound` (the clamping bound B).
+///
+/// By Theorem 1 coordinate by coordinate, a coordinate that moves by tᵢ costs
+/// (tᵢ + 2^{-49}·B)/λ and one that does not move costs nothing, so the vector costs at most
+/// (Δ₁ + k·2^{-49}·B)/λ. The scale is **λ = (Δ₁ + k·2^{-49}·B)/(ε − 4k·2^{-49})·(1 + 2^{-40})**:
+/// B is raised onto the grid by less than 2Λ ≤ 4λ, which the 4k·2^{-49} of the denominator pays
+/// for; the achieved ε is recomputed from the built mechanism and checked against the target.
+pub fn calibrate_vector(
+    sensitivity: f64,
+    coordinates: usize,
+    bound: f64,
+    epsilon: f64,
+) -> Result<VectorCalibration, SnappingError> {
+    let k = coordinates.max(1) as f64;
+    let floor = 4.0 * k * FLOAT_TERM;
+    let denominator = epsilon - floor;
+    if !(denominator > 0.0 && epsilon.is_finite()) {
+        return Err(SnappingError::EpsilonTooSmall { epsilon, floor });
+    }
+    let scale = (sensitivity + k * FLOAT_TERM * bound) / denominator * (1.0 + 2f64.powi(-40));
+    let mechanism = SnappedLaplace::new(scale, bound)?;
+    let achieved = (sensitivity + k * FLOAT_TERM * mechanism.bound()) / mechanism.scale();
+    if achieved > epsilon {
+        return Err(SnappingError::Calibration { achieved, epsilon });
+    }
+    Ok(VectorCalibration {
+        mechanism,
+        achieved,
+    })
+}
+
 /// A sample of U*: the exact uniform distribution over the doubles in (0, 1], each double
 /// receiving the probability of the reals in (previous double, it] (Mironov 2012 §5.2).
 ///
@@ -224,14 +287,15 @@ fn round_to_multiple(y: f64, grid: f64) -> f64 {
     (y / grid).round() * grid
 }
 
+/// Statistical checks of snapped Laplace noise, shared by the tests of every mechanism that uses
+/// it.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::util::stats::ks_test;
+pub(crate) mod testing {
+    use super::SnappedLaplace;
     use statrs::distribution::{ChiSquared, ContinuousCDF};
 
     /// CDF of Laplace(0, scale).
-    fn laplace_cdf(scale: f64) -> impl Fn(f64) -> f64 {
+    pub(crate) fn laplace_cdf(scale: f64) -> impl Fn(f64) -> f64 {
         move |x| {
             if x < 0.0 {
                 0.5 * (x / scale).exp()
@@ -240,6 +304,50 @@ mod tests {
             }
         }
     }
+
+    /// χ² statistic and p-value of snapped outputs at input `x` against the exact distribution
+    /// of ⌊x + Lap(scale)⌉_Λ clamped to ±B: cells kΛ with the tails beyond ±4 cells merged.
+    pub(crate) fn snapped_chi_square(
+        m: &SnappedLaplace,
+        outputs: &[f64],
+        x: f64,
+        scale: f64,
+    ) -> f64 {
+        let cdf = laplace_cdf(scale);
+        let g = m.grid();
+        let kmax = 4i64;
+        let centre = (x / g).round() as i64;
+        let mut observed = vec![0.0; (2 * kmax + 1) as usize];
+        for &y in outputs {
+            let k = ((y / g).round() as i64 - centre).clamp(-kmax, kmax);
+            observed[(k + kmax) as usize] += 1.0;
+        }
+        let n = outputs.len() as f64;
+        let mut stat = 0.0;
+        for (i, o) in observed.iter().enumerate() {
+            let k = i as i64 - kmax;
+            let lo = if k == -kmax {
+                0.0
+            } else {
+                cdf(((centre + k) as f64 - 0.5) * g - x)
+            };
+            let hi = if k == kmax {
+                1.0
+            } else {
+                cdf(((centre + k) as f64 + 0.5) * g - x)
+            };
+            let e = n * (hi - lo);
+            stat += (o - e) * (o - e) / e;
+        }
+        1.0 - ChiSquared::new((2 * kmax) as f64).expect("valid").cdf(stat)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{laplace_cdf, snapped_chi_square};
+    use super::*;
+    use crate::util::stats::ks_test;
 
     #[test]
     fn powers_of_two_are_exact() {
@@ -370,38 +478,6 @@ mod tests {
         assert!(ks_test(&sample, laplace_cdf(0.7)).p_value < 1e-6);
     }
 
-    /// χ² statistic and p-value of snapped outputs at input `x` against the exact distribution
-    /// of ⌊x + Lap(scale)⌉_Λ clamped to ±B: cells kΛ with the tails beyond ±4 cells merged.
-    fn snapped_chi_square(m: &SnappedLaplace, outputs: &[f64], x: f64, scale: f64) -> f64 {
-        let cdf = laplace_cdf(scale);
-        let g = m.grid();
-        let kmax = 4i64;
-        let centre = (x / g).round() as i64;
-        let mut observed = vec![0.0; (2 * kmax + 1) as usize];
-        for &y in outputs {
-            let k = ((y / g).round() as i64 - centre).clamp(-kmax, kmax);
-            observed[(k + kmax) as usize] += 1.0;
-        }
-        let n = outputs.len() as f64;
-        let mut stat = 0.0;
-        for (i, o) in observed.iter().enumerate() {
-            let k = i as i64 - kmax;
-            let lo = if k == -kmax {
-                0.0
-            } else {
-                cdf(((centre + k) as f64 - 0.5) * g - x)
-            };
-            let hi = if k == kmax {
-                1.0
-            } else {
-                cdf(((centre + k) as f64 + 0.5) * g - x)
-            };
-            let e = n * (hi - lo);
-            stat += (o - e) * (o - e) / e;
-        }
-        1.0 - ChiSquared::new((2 * kmax) as f64).expect("valid").cdf(stat)
-    }
-
     #[test]
     fn snapped_noise_matches_rounded_laplace_at_the_scale() {
         // B far from x so that the clamp plays no part within ±4 cells.
@@ -431,6 +507,26 @@ mod tests {
             .collect();
         let p = snapped_chi_square(&m, &outputs, x, scale);
         assert!(p < 1e-6, "p = {p}");
+    }
+
+    #[test]
+    fn vector_calibration_meets_its_target_at_scale_sensitivity_over_epsilon() {
+        for (sensitivity, k, bound, epsilon) in [(2.0, 2, 1e3, 0.5), (90.0, 90, 1e6, 1.0)] {
+            let c = calibrate_vector(sensitivity, k, bound, epsilon).expect("calibrates");
+            assert!(c.achieved <= epsilon);
+            assert!((c.mechanism.scale() - sensitivity / epsilon).abs() < 1e-6 * sensitivity);
+            let float = k as f64 * FLOAT_TERM * c.mechanism.bound();
+            let recomputed = (sensitivity + float) / c.mechanism.scale();
+            assert_eq!(c.achieved, recomputed);
+        }
+        assert!(matches!(
+            calibrate_vector(1.0, 1 << 20, 1.0, 1e-10),
+            Err(SnappingError::EpsilonTooSmall { .. })
+        ));
+        assert!(matches!(
+            calibrate_vector(1.0, 1, 1.0, f64::INFINITY),
+            Err(SnappingError::EpsilonTooSmall { .. })
+        ));
     }
 
     #[test]

@@ -55,19 +55,17 @@
 //! generously); values are not NaN (a NaN is refused; a schema's `missing` sentinel is clipped
 //! like any value, so callers drop or impute missing values first).
 
+use super::{InputError, centres_and_half_widths, check_features, check_max_rows, check_rows};
 use crate::data::schema::FeatureSpec;
 use crate::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
 use crate::privacy::noise::NoiseSource;
-use crate::privacy::snapping::{FLOAT_TERM, SnappedLaplace, SnappingError};
+use crate::privacy::snapping::{SnappedLaplace, SnappingError, calibrate_vector};
 
 /// Bits of the fixed-point quantisation of centred values: q ∈ [−2^22, 2^22].
 pub const QUANT_BITS: i32 = 22;
 
 /// 2^22: one half-width r_j in quantisation units.
 pub const QUANT_UNITS: f64 = (1u64 << QUANT_BITS) as f64;
-
-/// The largest public row bound: 2^30 rows keep |Σq| ≤ 2^52, exact in f64.
-pub const MAX_ROWS_LIMIT: usize = 1 << 30;
 
 /// A class of the binary label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,72 +91,13 @@ pub enum StatsError {
     /// ε is not finite and positive.
     #[error("invalid epsilon {0}: must be finite and > 0")]
     InvalidEpsilon(f64),
-    /// ε/(d + 1) leaves nothing after the floating-point term 2^{-46} of the snapping.
-    #[error("the epsilon share {0} of each released quantity is too small (must exceed 2^-46)")]
-    EpsilonTooSmall(f64),
-    /// The schema declares no feature.
-    #[error("the schema declares no feature")]
-    NoFeatures,
-    /// A feature's bounds are not finite with lo < hi.
-    #[error("feature {index}: bounds [{lo}, {hi}] must be finite with lo < hi")]
-    InvalidBounds {
-        /// Feature index.
-        index: usize,
-        /// Declared lower bound.
-        lo: f64,
-        /// Declared upper bound.
-        hi: f64,
-    },
-    /// max_rows is 0 or above [`MAX_ROWS_LIMIT`].
-    #[error("max_rows {0} must be in 1..=2^30")]
-    InvalidMaxRows(usize),
-    /// More rows than the public bound.
-    #[error("{rows} rows exceed the public bound max_rows = {max_rows}")]
-    TooManyRows {
-        /// Rows given.
-        rows: usize,
-        /// The public bound.
-        max_rows: usize,
-    },
-    /// Rows and labels differ in number.
-    #[error("{rows} rows but {labels} labels")]
-    LabelCount {
-        /// Rows given.
-        rows: usize,
-        /// Labels given.
-        labels: usize,
-    },
-    /// A row has the wrong number of values.
-    #[error("row {row} has {got} values, the schema declares {expected}")]
-    RowLength {
-        /// Row index.
-        row: usize,
-        /// Values in the row.
-        got: usize,
-        /// Features in the schema.
-        expected: usize,
-    },
-    /// A value is NaN.
-    #[error("row {row}, feature {feature}: value is NaN")]
-    NotANumber {
-        /// Row index.
-        row: usize,
-        /// Feature index.
-        feature: usize,
-    },
-    /// The snapping mechanism refused its parameters.
+    /// The schema or the rows.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The snapping mechanism refused its parameters, or ε/(d + 1) leaves nothing after its
+    /// floating-point term.
     #[error("snapping: {0}")]
     Snapping(#[from] SnappingError),
-    /// The achieved ε of a quantity exceeds its share (a calibration bug; never expected).
-    #[error("quantity {index}: achieved epsilon {achieved} exceeds its share {share}")]
-    Calibration {
-        /// 0 for the histogram, 1 + j for feature j.
-        index: usize,
-        /// Theorem 1's bound for the built mechanism.
-        achieved: f64,
-        /// εᵢ.
-        share: f64,
-    },
 }
 
 /// Parameters of a release.
@@ -194,29 +133,15 @@ pub struct LaplaceStatsPlan {
     achieved: Vec<f64>,
 }
 
-/// λ = (Δ + 2^{-48}·B)/(εᵢ − 2^{-46})·(1 + 2^{-40}) and its snapping mechanism (module docs).
+/// λ = (Δ + 2^{-48}·B)/(εᵢ − 2^{-46})·(1 + 2^{-40}) and its snapping mechanism (module docs):
+/// [`calibrate_vector`] for a pair of coordinates.
 fn calibrate(
-    index: usize,
     sensitivity: f64,
     bound: f64,
     share: f64,
 ) -> Result<(SnappedLaplace, f64), StatsError> {
-    // 2^{-46} = 8·2^{-49}: the raised bound is below B + 4λ.
-    let denominator = share - 8.0 * FLOAT_TERM;
-    if denominator <= 0.0 {
-        return Err(StatsError::EpsilonTooSmall(share));
-    }
-    let scale = (sensitivity + 2.0 * FLOAT_TERM * bound) / denominator * (1.0 + 2f64.powi(-40));
-    let mechanism = SnappedLaplace::new(scale, bound)?;
-    let achieved = (sensitivity + 2.0 * FLOAT_TERM * mechanism.bound()) / mechanism.scale();
-    if achieved > share {
-        return Err(StatsError::Calibration {
-            index,
-            achieved,
-            share,
-        });
-    }
-    Ok((mechanism, achieved))
+    let c = calibrate_vector(sensitivity, 2, bound, share)?;
+    Ok((c.mechanism, c.achieved))
 }
 
 impl LaplaceStatsPlan {
@@ -225,33 +150,17 @@ impl LaplaceStatsPlan {
         if !(params.epsilon.is_finite() && params.epsilon > 0.0) {
             return Err(StatsError::InvalidEpsilon(params.epsilon));
         }
-        if features.is_empty() {
-            return Err(StatsError::NoFeatures);
-        }
-        if params.max_rows == 0 || params.max_rows > MAX_ROWS_LIMIT {
-            return Err(StatsError::InvalidMaxRows(params.max_rows));
-        }
-        let mut lo = Vec::with_capacity(features.len());
-        let mut hi = Vec::with_capacity(features.len());
-        for (index, f) in features.iter().enumerate() {
-            if !(f.lo.is_finite() && f.hi.is_finite() && f.lo < f.hi && (f.hi - f.lo).is_finite()) {
-                return Err(StatsError::InvalidBounds {
-                    index,
-                    lo: f.lo,
-                    hi: f.hi,
-                });
-            }
-            lo.push(f.lo);
-            hi.push(f.hi);
-        }
-        let centre: Vec<f64> = lo.iter().zip(&hi).map(|(l, h)| l / 2.0 + h / 2.0).collect();
-        let half_width: Vec<f64> = lo.iter().zip(&hi).map(|(l, h)| h / 2.0 - l / 2.0).collect();
+        check_features(features)?;
+        check_max_rows(params.max_rows)?;
+        let lo: Vec<f64> = features.iter().map(|f| f.lo).collect();
+        let hi: Vec<f64> = features.iter().map(|f| f.hi).collect();
+        let (centre, half_width) = centres_and_half_widths(features);
         let quantities = features.len() + 1;
         let share = params.epsilon / quantities as f64;
         let (count_sens, sum_sens) = Self::unit_sensitivities(params.relation);
         let max_rows = params.max_rows as f64;
-        let (count_mechanism, count_eps) = calibrate(0, count_sens, max_rows, share)?;
-        let (sum_mechanism, sum_eps) = calibrate(1, sum_sens, max_rows * QUANT_UNITS, share)?;
+        let (count_mechanism, count_eps) = calibrate(count_sens, max_rows, share)?;
+        let (sum_mechanism, sum_eps) = calibrate(sum_sens, max_rows * QUANT_UNITS, share)?;
         let mut achieved = vec![count_eps];
         achieved.extend(std::iter::repeat_n(sum_eps, features.len()));
         Ok(Self {
@@ -315,35 +224,14 @@ impl LaplaceStatsPlan {
         rows: &[Vec<f64>],
         positive: &[bool],
     ) -> Result<ExactStatistics, StatsError> {
-        if rows.len() != positive.len() {
-            return Err(StatsError::LabelCount {
-                rows: rows.len(),
-                labels: positive.len(),
-            });
-        }
-        if rows.len() > self.params.max_rows {
-            return Err(StatsError::TooManyRows {
-                rows: rows.len(),
-                max_rows: self.params.max_rows,
-            });
-        }
         let d = self.lo.len();
+        check_rows(rows, positive, d, self.params.max_rows)?;
         let mut counts = [0u64; 2];
         let mut centred_sums = vec![[0i64; 2]; d];
-        for (row, (values, &pos)) in rows.iter().zip(positive).enumerate() {
-            if values.len() != d {
-                return Err(StatsError::RowLength {
-                    row,
-                    got: values.len(),
-                    expected: d,
-                });
-            }
+        for (values, &pos) in rows.iter().zip(positive) {
             let k = if pos { 1 } else { 0 };
             counts[k] += 1;
             for (feature, &v) in values.iter().enumerate() {
-                if v.is_nan() {
-                    return Err(StatsError::NotANumber { row, feature });
-                }
                 centred_sums[feature][k] += self.quantise(feature, v);
             }
         }
@@ -463,8 +351,8 @@ impl LaplaceStatistics {
 mod tests {
     use super::*;
     use crate::privacy::snapping::laplace_f64;
+    use crate::privacy::snapping::testing::snapped_chi_square;
     use rand::RngExt;
-    use statrs::distribution::{ChiSquared, ContinuousCDF};
 
     fn features() -> Vec<FeatureSpec> {
         // Half-widths 4 and 2 (powers of two): raw ↔ unit conversions are exact.
@@ -495,45 +383,6 @@ mod tests {
             vec![7.0, 2.0],
         ];
         (rows, vec![true, true, false, true, false])
-    }
-
-    /// CDF of Laplace(0, scale).
-    fn laplace_cdf(scale: f64, x: f64) -> f64 {
-        if x < 0.0 {
-            0.5 * (x / scale).exp()
-        } else {
-            1.0 - 0.5 * (-x / scale).exp()
-        }
-    }
-
-    /// p-value of the χ² test of `outputs` against ⌊x + Lap(scale)⌉_grid: cells k·grid around
-    /// x, tails beyond ±4 cells merged (8 degrees of freedom).
-    fn chi_square_p(outputs: &[f64], x: f64, scale: f64, grid: f64) -> f64 {
-        let kmax = 4i64;
-        let centre = (x / grid).round() as i64;
-        let mut observed = vec![0.0; (2 * kmax + 1) as usize];
-        for &y in outputs {
-            let k = ((y / grid).round() as i64 - centre).clamp(-kmax, kmax);
-            observed[(k + kmax) as usize] += 1.0;
-        }
-        let n = outputs.len() as f64;
-        let mut stat = 0.0;
-        for (i, o) in observed.iter().enumerate() {
-            let k = i as i64 - kmax;
-            let lo = if k == -kmax {
-                0.0
-            } else {
-                laplace_cdf(scale, ((centre + k) as f64 - 0.5) * grid - x)
-            };
-            let hi = if k == kmax {
-                1.0
-            } else {
-                laplace_cdf(scale, ((centre + k) as f64 + 0.5) * grid - x)
-            };
-            let e = n * (hi - lo);
-            stat += (o - e) * (o - e) / e;
-        }
-        1.0 - ChiSquared::new((2 * kmax) as f64).expect("valid").cdf(stat)
     }
 
     const DRAWS: usize = 20_000;
@@ -592,10 +441,10 @@ mod tests {
         let exact = p.exact(&dataset().0, &dataset().1).expect("exact");
         let (counts, sums) = released_noise(&p, 7);
         let c = p.count_mechanism();
-        let pc = chi_square_p(&counts, exact.counts[1] as f64, c.scale(), c.grid());
+        let pc = snapped_chi_square(c, &counts, exact.counts[1] as f64, c.scale());
         assert!(pc > 1e-3, "count p = {pc}");
         let s = p.sum_mechanism();
-        let ps = chi_square_p(&sums, exact.centred_sums[0][1] as f64, s.scale(), s.grid());
+        let ps = snapped_chi_square(s, &sums, exact.centred_sums[0][1] as f64, s.scale());
         assert!(ps > 1e-3, "sum p = {ps}");
     }
 
@@ -615,7 +464,7 @@ mod tests {
                     ((y / m.grid()).round() * m.grid()).clamp(-m.bound(), m.bound())
                 })
                 .collect();
-            let pm = chi_square_p(&outputs, x, m.scale(), m.grid());
+            let pm = snapped_chi_square(m, &outputs, x, m.scale());
             assert!(pm < 1e-6, "mutant p = {pm}");
         }
     }
@@ -742,20 +591,23 @@ mod tests {
         let mut rng = NoiseSource::seeded(12);
         assert!(matches!(
             p.release(&[vec![f64::NAN, 0.0]], &[true], &mut rng),
-            Err(StatsError::NotANumber { row: 0, feature: 0 })
+            Err(StatsError::Input(InputError::NotANumber {
+                row: 0,
+                feature: 0
+            }))
         ));
         assert!(matches!(
             p.release(&[vec![1.0]], &[true], &mut rng),
-            Err(StatsError::RowLength { .. })
+            Err(StatsError::Input(InputError::RowLength { .. }))
         ));
         assert!(matches!(
             p.release(&[vec![1.0, 1.0]], &[], &mut rng),
-            Err(StatsError::LabelCount { .. })
+            Err(StatsError::Input(InputError::LabelCount { .. }))
         ));
         let too_many = vec![vec![1.0, 1.0]; 1001];
         assert!(matches!(
             p.release(&too_many, &vec![true; 1001], &mut rng),
-            Err(StatsError::TooManyRows { .. })
+            Err(StatsError::Input(InputError::TooManyRows { .. }))
         ));
         let params = |epsilon, max_rows| LaplaceStatsParams {
             epsilon,
@@ -768,20 +620,23 @@ mod tests {
         ));
         assert!(matches!(
             LaplaceStatsPlan::new(&features(), params(1e-20, 10)),
-            Err(StatsError::EpsilonTooSmall(_))
+            Err(StatsError::Snapping(SnappingError::EpsilonTooSmall { .. }))
         ));
         assert!(matches!(
             LaplaceStatsPlan::new(&features(), params(1.0, 0)),
-            Err(StatsError::InvalidMaxRows(0))
+            Err(StatsError::Input(InputError::InvalidMaxRows(0)))
         ));
         assert!(matches!(
             LaplaceStatsPlan::new(&[], params(1.0, 10)),
-            Err(StatsError::NoFeatures)
+            Err(StatsError::Input(InputError::NoFeatures))
         ));
         let bad = [FeatureSpec::bounded("x", 1.0, 1.0)];
         assert!(matches!(
             LaplaceStatsPlan::new(&bad, params(1.0, 10)),
-            Err(StatsError::InvalidBounds { index: 0, .. })
+            Err(StatsError::Input(InputError::InvalidBounds {
+                index: 0,
+                ..
+            }))
         ));
     }
 }

@@ -1,0 +1,792 @@
+//! Per-class **count, sums, means, variances and covariance matrix** of a node's rows, by the
+//! Laplace mechanism with ℓ₁ global sensitivity or the Gaussian mechanism with ℓ₂ global
+//! sensitivity (issue 14 item 2; seed 002: Kashima, lecture notes on Chapter 16 of Aggarwal &
+//! Yu, *Privacy-Preserving Data Mining* — slide 15, "Lap(GS_f/ε) is ε-differentially private",
+//! GS_f = max over neighbours of ||f(x) − f(x′)||₁; slide 18, the global sensitivities of sums and
+//! means; slide 19, statistics released together and derived by the user from noisy sums and
+//! counts; slide 11, Lemma 16.7, basic composition).
+//!
+//! **What is perturbed.** The public schema declares each feature's bounds lo_j < hi_j. Each raw
+//! value v is clipped to [lo_j, hi_j] and mapped to u = (v − c_j)/r_j ∈ [−1, 1] (c the centre, r
+//! the half-width), then quantised to 2^{-11}: q = round(2^11·u) ∈ [−2^11, 2^11] (an error of at
+//! most r_j·2^{-12} per value), so that every sum below is an exact dyadic rational, exactly
+//! representable in f64 for n ≤ 2^30 rows. For each class k ∈ {negative, positive} the query is
+//! the vector of K = 1 + d + d(d + 1)/2 coordinates
+//!
+//! ```text
+//!   T_k = ( n_k,  Σ_{i ∈ k} u_i,  Σ_{i ∈ k} triu(u_i u_iᵀ) )      (u = q·2^{-11})
+//! ```
+//!
+//! (count, per-feature sums, the upper triangle with the diagonal of the second moments, in
+//! row-major order), and the release is (T₋, T₊) with independent noise on each of its 2K
+//! coordinates.
+//!
+//! **Sensitivities** (replace-one: one row replaced by any row, with any label; every |u| ≤ 1):
+//! - **ℓ₁ = 2(1 + d + d(d + 1)/2) = 2K.** If the class changes, one class loses the row's vector
+//!   (1, u, triu(uuᵀ)) and the other gains (1, u′, triu(u′u′ᵀ)), each of ℓ₁ norm ≤ K. If it does
+//!   not, the count is unchanged, each sum moves by |u_j − u′_j| ≤ 2 and each product by
+//!   |u_i u_j − u′_i u′_j| ≤ 2: ≤ 2d + d(d + 1) < 2K. Attained: a corner row moved to the other
+//!   class (tested).
+//! - **ℓ₂ = max(2√(d + d(d + 1)/2), √(2(1 + d + d(d + 1)/2))) = 2√(d + d(d + 1)/2)** (the first
+//!   term is the same-class bound, the second the class-change bound; the first is larger for
+//!   every d ≥ 1).
+//!
+//! **Mechanisms.**
+//! - [`MomentNoise::Laplace`]: every coordinate through one snapped Laplace mechanism (Mironov
+//!   2012 Theorem 1, [`crate::privacy::snapping::calibrate_vector`]) with scale ≈ ℓ₁/ε and clamping
+//!   bound B = max_rows (which bounds every coordinate when n ≤ max_rows): **ε-DP** (δ = 0), the
+//!   floating-point price paid inside ε. Under the theorem's assumptions (IEEE-754, an accurate
+//!   `ln`).
+//! - [`MomentNoise::Gaussian`]: N(0, (z·ℓ₂)²) on every coordinate with the noise multiplier z the
+//!   accountant calibrates for one step of the Gaussian mechanism at (ε, δ)
+//!   ([`crate::privacy::accounting::calibrate_sigma`] with q = 1, one step); its RDP curve
+//!   α/(2z²) (Mironov 2017, Proposition 7) is what the ledger composes. **(ε, δ)-DP.** The
+//!   Gaussian draw is an f64 computation, not snapped (the floating-point caveat of
+//!   ARCHITECTURE.md applies).
+//!
+//! **Post-processing** (no further privacy cost), per class with ñ the noisy count and
+//! n̄ = max(ñ, 1): the sum of clipped raw values c_j·ñ + r_j·S̃_j; the mean c_j + r_j·m_j with
+//! m_j = clamp(S̃_j/n̄, −1, 1); the covariance r_i r_j·(P̃_ij/n̄ − m_i m_j) (population
+//! normalisation 1/n, as seed 003's empirical covariance), its diagonal — the variances — clamped
+//! to [0, r_j²] and each off-diagonal entry to ±√(var_i var_j). Noise can leave the covariance
+//! indefinite; a consumer that needs a positive semi-definite matrix projects it.
+//!
+//! **Assumptions.** max_rows is public and n ≤ max_rows ≤ 2^30 (a larger n is refused); values are
+//! not NaN (refused; a schema's `missing` sentinel is replaced by its declared centre before this
+//! module, [`crate::data::csv::RawRows`]). The neighbour relation is replace-one; n itself is not
+//! hidden (the counts are released with noise, but n is public in every dpagg release).
+
+use super::{InputError, check_features, check_max_rows, check_rows};
+use crate::data::schema::FeatureSpec;
+use crate::privacy::accounting::{AccountingError, RdpCurve, calibrate_sigma, dp_sgd_curve};
+use crate::privacy::guarantee::PrivacyGuarantee;
+use crate::privacy::noise::NoiseSource;
+use crate::privacy::snapping::{SnappingError, VectorCalibration, calibrate_vector};
+use rand::RngExt;
+use rand_distr::StandardNormal;
+
+/// Bits of the quantisation of u: q = round(2^11·u).
+pub const MOMENT_QUANT_BITS: i32 = 11;
+
+const QUANT: f64 = (1u64 << MOMENT_QUANT_BITS) as f64;
+
+/// Which noise the moments get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MomentNoise {
+    /// Snapped Laplace with ℓ₁ sensitivity: ε-DP.
+    Laplace,
+    /// Gaussian with ℓ₂ sensitivity: (ε, δ)-DP with an RDP curve.
+    Gaussian,
+}
+
+/// Parameters of a release.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MomentsParams {
+    /// The mechanism.
+    pub noise: MomentNoise,
+    /// Total ε.
+    pub epsilon: f64,
+    /// δ: 0 for Laplace, in (0, 1) for Gaussian.
+    pub delta: f64,
+    /// Public upper bound on the number of rows.
+    pub max_rows: usize,
+}
+
+/// Why moments cannot be planned or released.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MomentsError {
+    /// ε is not finite and positive.
+    #[error("invalid epsilon {0}: must be finite and > 0")]
+    InvalidEpsilon(f64),
+    /// δ does not fit the mechanism.
+    #[error("invalid delta {delta}: the {noise} mechanism needs {needs}")]
+    InvalidDelta {
+        /// δ given.
+        delta: f64,
+        /// "Laplace" or "Gaussian".
+        noise: &'static str,
+        /// What it needs.
+        needs: &'static str,
+    },
+    /// The schema or the rows.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The snapping mechanism refused its parameters.
+    #[error("snapping: {0}")]
+    Snapping(#[from] SnappingError),
+    /// The Gaussian noise could not be calibrated.
+    #[error("calibrating the Gaussian noise: {0}")]
+    Accounting(#[from] AccountingError),
+}
+
+/// The calibrated noise.
+#[derive(Debug, Clone, PartialEq)]
+enum Noise {
+    Laplace(VectorCalibration),
+    Gaussian {
+        /// z: the standard deviation over the ℓ₂ sensitivity.
+        multiplier: f64,
+        /// z·ℓ₂.
+        std: f64,
+        /// α/(2z²).
+        curve: RdpCurve,
+    },
+}
+
+/// The calibrated mechanism for one schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MomentsPlan {
+    params: MomentsParams,
+    lo: Vec<f64>,
+    hi: Vec<f64>,
+    noise: Noise,
+}
+
+/// Per-class statistics in raw units (module docs, "Post-processing").
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassMoments {
+    /// Noisy number of rows (may be negative or fractional).
+    pub count: f64,
+    /// Per feature, the noisy sum of clipped values.
+    pub sum: Vec<f64>,
+    /// Per feature, the noisy mean, in [lo, hi].
+    pub mean: Vec<f64>,
+    /// Per feature, the noisy variance, in [0, ((hi − lo)/2)²].
+    pub variance: Vec<f64>,
+    /// d × d, row-major, symmetric (not necessarily positive semi-definite).
+    pub covariance: Vec<f64>,
+}
+
+/// A release: the negative class first, then the positive class.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Moments {
+    /// Its guarantee.
+    pub guarantee: PrivacyGuarantee,
+    /// [negative, positive].
+    pub classes: [ClassMoments; 2],
+}
+
+/// K = 1 + d + d(d + 1)/2 coordinates per class.
+pub fn coordinates_per_class(d: usize) -> usize {
+    1 + d + d * (d + 1) / 2
+}
+
+/// ℓ₁ global sensitivity of (T₋, T₊) under replace-one: 2K (module docs).
+pub fn l1_sensitivity(d: usize) -> f64 {
+    2.0 * coordinates_per_class(d) as f64
+}
+
+/// ℓ₂ global sensitivity of (T₋, T₊) under replace-one (module docs).
+pub fn l2_sensitivity(d: usize) -> f64 {
+    let same_class = 2.0 * ((d + d * (d + 1) / 2) as f64).sqrt();
+    let class_change = (2.0 * coordinates_per_class(d) as f64).sqrt();
+    same_class.max(class_change)
+}
+
+impl MomentsPlan {
+    /// Calibrates the release for the schema's bounds and `params`.
+    pub fn new(features: &[FeatureSpec], params: MomentsParams) -> Result<Self, MomentsError> {
+        if !(params.epsilon.is_finite() && params.epsilon > 0.0) {
+            return Err(MomentsError::InvalidEpsilon(params.epsilon));
+        }
+        check_features(features)?;
+        check_max_rows(params.max_rows)?;
+        let d = features.len();
+        let noise = match params.noise {
+            MomentNoise::Laplace => {
+                if params.delta != 0.0 {
+                    return Err(MomentsError::InvalidDelta {
+                        delta: params.delta,
+                        noise: "Laplace",
+                        needs: "delta = 0",
+                    });
+                }
+                Noise::Laplace(calibrate_vector(
+                    l1_sensitivity(d),
+                    2 * coordinates_per_class(d),
+                    params.max_rows as f64,
+                    params.epsilon,
+                )?)
+            }
+            MomentNoise::Gaussian => {
+                if !(params.delta > 0.0 && params.delta < 1.0) {
+                    return Err(MomentsError::InvalidDelta {
+                        delta: params.delta,
+                        noise: "Gaussian",
+                        needs: "0 < delta < 1",
+                    });
+                }
+                let multiplier = calibrate_sigma(1.0, 1, params.epsilon, params.delta)?;
+                Noise::Gaussian {
+                    multiplier,
+                    std: multiplier * l2_sensitivity(d),
+                    curve: dp_sgd_curve(1.0, multiplier, 1)?,
+                }
+            }
+        };
+        Ok(Self {
+            params,
+            lo: features.iter().map(|f| f.lo).collect(),
+            hi: features.iter().map(|f| f.hi).collect(),
+            noise,
+        })
+    }
+
+    /// The guarantee: (ε, 0) for Laplace, (ε, δ) for Gaussian, under replace-one.
+    pub fn guarantee(&self) -> PrivacyGuarantee {
+        PrivacyGuarantee::replace_one(self.params.epsilon, self.params.delta)
+    }
+
+    /// The RDP curve the ledger composes (Gaussian only; replace-one).
+    pub fn rdp(&self) -> Option<RdpCurve> {
+        match &self.noise {
+            Noise::Laplace(_) => None,
+            Noise::Gaussian { curve, .. } => Some(curve.clone()),
+        }
+    }
+
+    /// The noise on each coordinate: the Laplace scale λ, or the Gaussian standard deviation.
+    pub fn noise_scale(&self) -> f64 {
+        match &self.noise {
+            Noise::Laplace(c) => c.mechanism.scale(),
+            Noise::Gaussian { std, .. } => *std,
+        }
+    }
+
+    /// The snapping mechanism and its achieved ε (Laplace only).
+    pub fn laplace(&self) -> Option<&VectorCalibration> {
+        match &self.noise {
+            Noise::Laplace(c) => Some(c),
+            Noise::Gaussian { .. } => None,
+        }
+    }
+
+    /// The Gaussian noise multiplier z (Gaussian only).
+    pub fn multiplier(&self) -> Option<f64> {
+        match &self.noise {
+            Noise::Laplace(_) => None,
+            Noise::Gaussian { multiplier, .. } => Some(*multiplier),
+        }
+    }
+
+    fn dim(&self) -> usize {
+        self.lo.len()
+    }
+
+    /// q = round(2^11·u) of a non-NaN raw value of feature j.
+    fn quantise(&self, j: usize, v: f64) -> i64 {
+        let (lo, hi) = (self.lo[j], self.hi[j]);
+        let (c, r) = (lo / 2.0 + hi / 2.0, hi / 2.0 - lo / 2.0);
+        let u = ((v.clamp(lo, hi) - c) / r).clamp(-1.0, 1.0);
+        (u * QUANT).round() as i64
+    }
+
+    /// The exact query (T₋, T₊) of the clipped, quantised rows, each of K coordinates in units of
+    /// u (module docs), exactly as perturbed.
+    pub fn exact(
+        &self,
+        rows: &[Vec<f64>],
+        positive: &[bool],
+    ) -> Result<[Vec<f64>; 2], MomentsError> {
+        let d = self.dim();
+        check_rows(rows, positive, d, self.params.max_rows)?;
+        let k = coordinates_per_class(d);
+        // |Σ q_i q_j| ≤ 2^30·2^22 = 2^52: exact in i64 and in f64.
+        let mut sums = [vec![0i64; k], vec![0i64; k]];
+        let mut q = vec![0i64; d];
+        for (row, &label) in rows.iter().zip(positive) {
+            for (j, (qj, &v)) in q.iter_mut().zip(row).enumerate() {
+                *qj = self.quantise(j, v);
+            }
+            let t = &mut sums[usize::from(label)];
+            t[0] += 1;
+            let mut at = 1;
+            for &qj in &q {
+                t[at] += qj;
+                at += 1;
+            }
+            for i in 0..d {
+                for j in i..d {
+                    t[at] += q[i] * q[j];
+                    at += 1;
+                }
+            }
+        }
+        Ok(sums.map(|t| {
+            let mut out = Vec::with_capacity(k);
+            out.push(t[0] as f64);
+            out.extend(t[1..=d].iter().map(|&s| s as f64 / QUANT));
+            out.extend(t[d + 1..].iter().map(|&s| s as f64 / (QUANT * QUANT)));
+            out
+        }))
+    }
+
+    /// (T₋, T₊) with the calibrated noise on every coordinate.
+    pub fn perturb(
+        &self,
+        exact: &[Vec<f64>; 2],
+        rng: &mut NoiseSource,
+    ) -> Result<[Vec<f64>; 2], MomentsError> {
+        let mut out = [Vec::new(), Vec::new()];
+        for (noisy, t) in out.iter_mut().zip(exact) {
+            *noisy = t
+                .iter()
+                .map(|&x| match &self.noise {
+                    Noise::Laplace(c) => c.mechanism.sample(x, rng),
+                    Noise::Gaussian { std, .. } => {
+                        Ok(x + std * rng.sample::<f64, _>(StandardNormal))
+                    }
+                })
+                .collect::<Result<_, _>>()?;
+        }
+        Ok(out)
+    }
+
+    /// Releases the moments of `rows` (raw values, schema order) with labels `positive`.
+    pub fn release(
+        &self,
+        rows: &[Vec<f64>],
+        positive: &[bool],
+        rng: &mut NoiseSource,
+    ) -> Result<Moments, MomentsError> {
+        let noisy = self.perturb(&self.exact(rows, positive)?, rng)?;
+        let [negative, positive] = noisy.map(|t| self.post_process(&t));
+        Ok(Moments {
+            guarantee: self.guarantee(),
+            classes: [negative, positive],
+        })
+    }
+
+    /// Raw-unit statistics of one class's noisy T (module docs, "Post-processing").
+    fn post_process(&self, t: &[f64]) -> ClassMoments {
+        let d = self.dim();
+        let count = t[0];
+        let n = count.max(1.0);
+        let (centre, half): (Vec<f64>, Vec<f64>) = self
+            .lo
+            .iter()
+            .zip(&self.hi)
+            .map(|(l, h)| (l / 2.0 + h / 2.0, h / 2.0 - l / 2.0))
+            .unzip();
+        let m: Vec<f64> = t[1..=d].iter().map(|s| (s / n).clamp(-1.0, 1.0)).collect();
+        let mut second = vec![0.0; d * d];
+        let mut at = d + 1;
+        for i in 0..d {
+            for j in i..d {
+                second[i * d + j] = t[at] / n;
+                second[j * d + i] = t[at] / n;
+                at += 1;
+            }
+        }
+        let var_u: Vec<f64> = (0..d)
+            .map(|j| (second[j * d + j] - m[j] * m[j]).clamp(0.0, 1.0))
+            .collect();
+        let mut covariance = vec![0.0; d * d];
+        for i in 0..d {
+            for j in 0..d {
+                let c = if i == j {
+                    var_u[i]
+                } else {
+                    let limit = (var_u[i] * var_u[j]).sqrt();
+                    (second[i * d + j] - m[i] * m[j]).clamp(-limit, limit)
+                };
+                covariance[i * d + j] = half[i] * half[j] * c;
+            }
+        }
+        ClassMoments {
+            count,
+            sum: (0..d)
+                .map(|j| centre[j] * count + half[j] * t[1 + j])
+                .collect(),
+            mean: (0..d).map(|j| centre[j] + half[j] * m[j]).collect(),
+            variance: (0..d).map(|j| half[j] * half[j] * var_u[j]).collect(),
+            covariance,
+        }
+    }
+
+    /// The same plan with half the noise: the mutant the statistical tests must catch.
+    #[cfg(test)]
+    fn halved(&self) -> Self {
+        let mut p = self.clone();
+        p.noise = match &self.noise {
+            Noise::Laplace(c) => Noise::Laplace(VectorCalibration {
+                mechanism: crate::privacy::snapping::SnappedLaplace::new(
+                    c.mechanism.scale() / 2.0,
+                    c.mechanism.bound(),
+                )
+                .expect("valid"),
+                achieved: 2.0 * c.achieved,
+            }),
+            Noise::Gaussian {
+                multiplier,
+                std,
+                curve,
+            } => Noise::Gaussian {
+                multiplier: multiplier / 2.0,
+                std: std / 2.0,
+                curve: curve.clone(),
+            },
+        };
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::privacy::guarantee::NeighbourRelation;
+    use crate::privacy::snapping::testing::snapped_chi_square;
+    use crate::util::stats::ks_test;
+    use statrs::distribution::{ContinuousCDF, Normal};
+
+    fn features() -> Vec<FeatureSpec> {
+        // Half-widths 4 and 2 (powers of two): raw ↔ unit conversions are exact.
+        vec![
+            FeatureSpec::bounded("age", 0.0, 8.0),
+            FeatureSpec::bounded("score", -2.0, 2.0),
+            FeatureSpec::bounded("dose", 10.0, 14.0),
+        ]
+    }
+
+    fn plan(noise: MomentNoise) -> MomentsPlan {
+        let delta = if noise == MomentNoise::Laplace {
+            0.0
+        } else {
+            1e-5
+        };
+        MomentsPlan::new(
+            &features(),
+            MomentsParams {
+                noise,
+                epsilon: 2.0,
+                delta,
+                max_rows: 1000,
+            },
+        )
+        .expect("valid plan")
+    }
+
+    fn dataset() -> (Vec<Vec<f64>>, Vec<bool>) {
+        let rows = vec![
+            vec![1.0, 0.5, 11.0],
+            vec![9.0, -3.0, 13.0], // clipped to (8, −2, 13)
+            vec![4.0, 1.25, 12.5],
+            vec![2.5, -0.75, 10.5],
+            vec![7.0, 2.0, 14.0],
+            vec![3.0, 1.0, 12.0],
+        ];
+        (rows, vec![true, true, false, true, false, false])
+    }
+
+    const DRAWS: usize = 20_000;
+
+    /// Noisy minus exact of coordinates `at` of the positive class, over many releases.
+    fn noise_of(p: &MomentsPlan, at: usize, seed: u64) -> Vec<f64> {
+        let (rows, labels) = dataset();
+        let exact = p.exact(&rows, &labels).expect("exact");
+        let mut rng = NoiseSource::seeded(seed);
+        (0..DRAWS)
+            .map(|_| p.perturb(&exact, &mut rng).expect("perturb")[1][at] - exact[1][at])
+            .collect()
+    }
+
+    /// Outputs (not minus exact) of coordinate `at` of the positive class.
+    fn outputs_of(p: &MomentsPlan, at: usize, seed: u64) -> (f64, Vec<f64>) {
+        let (rows, labels) = dataset();
+        let exact = p.exact(&rows, &labels).expect("exact");
+        let mut rng = NoiseSource::seeded(seed);
+        let outputs = (0..DRAWS)
+            .map(|_| p.perturb(&exact, &mut rng).expect("perturb")[1][at])
+            .collect();
+        (exact[1][at], outputs)
+    }
+
+    #[test]
+    fn sensitivities_and_scales_follow_the_module_docs() {
+        assert_eq!(coordinates_per_class(3), 1 + 3 + 6);
+        assert_eq!(l1_sensitivity(3), 20.0);
+        assert!((l2_sensitivity(3) - 2.0 * 9f64.sqrt()).abs() < 1e-12);
+        assert!((l2_sensitivity(1) - 2.0 * 2f64.sqrt()).abs() < 1e-12);
+        let l = plan(MomentNoise::Laplace);
+        assert!((l.noise_scale() - 20.0 / 2.0).abs() < 1e-6);
+        let achieved = l.laplace().expect("laplace").achieved;
+        assert!(achieved <= 2.0 && achieved > 2.0 * (1.0 - 1e-9));
+        assert_eq!(l.guarantee(), PrivacyGuarantee::replace_one(2.0, 0.0));
+        assert!(l.rdp().is_none());
+        let g = plan(MomentNoise::Gaussian);
+        let z = g.multiplier().expect("gaussian");
+        assert!((g.noise_scale() - z * 6.0).abs() < 1e-12);
+        let eps = g.rdp().expect("curve").epsilon(1e-5).expect("eps").epsilon;
+        assert!(eps <= 2.0 && eps > 1.9, "{eps}");
+        assert_eq!(
+            g.guarantee(),
+            PrivacyGuarantee {
+                epsilon: 2.0,
+                delta: 1e-5,
+                relation: NeighbourRelation::ReplaceOne
+            }
+        );
+    }
+
+    #[test]
+    fn laplace_noise_matches_snapped_laplace_at_the_stated_scale() {
+        let p = plan(MomentNoise::Laplace);
+        let m = p.laplace().expect("laplace").mechanism;
+        // The count, a sum and a product coordinate.
+        for (at, seed) in [(0, 1), (2, 2), (7, 3)] {
+            let (x, outputs) = outputs_of(&p, at, seed);
+            let pv = snapped_chi_square(&m, &outputs, x, m.scale());
+            assert!(pv > 1e-3, "coordinate {at}: p = {pv}");
+        }
+    }
+
+    #[test]
+    fn half_noise_laplace_mutant_fails_the_same_chi_square_test() {
+        let p = plan(MomentNoise::Laplace);
+        let m = p.laplace().expect("laplace").mechanism;
+        let (x, outputs) = outputs_of(&p.halved(), 0, 4);
+        let pv = snapped_chi_square(&m, &outputs, x, m.scale());
+        assert!(pv < 1e-6, "mutant p = {pv}");
+    }
+
+    #[test]
+    fn gaussian_noise_is_normal_at_the_stated_scale_and_half_noise_is_caught() {
+        let p = plan(MomentNoise::Gaussian);
+        let normal = Normal::new(0.0, p.noise_scale()).expect("normal");
+        for (at, seed) in [(0, 5), (2, 6), (9, 7)] {
+            let noise = noise_of(&p, at, seed);
+            let pv = ks_test(&noise, |x| normal.cdf(x)).p_value;
+            assert!(pv > 1e-3, "coordinate {at}: p = {pv}");
+        }
+        let mutant = noise_of(&p.halved(), 2, 8);
+        let pv = ks_test(&mutant, |x| normal.cdf(x)).p_value;
+        assert!(pv < 1e-6, "mutant p = {pv}");
+    }
+
+    fn random_dataset(rng: &mut NoiseSource) -> (Vec<Vec<f64>>, Vec<bool>) {
+        let n = 1 + (rng.random::<u64>() % 30) as usize;
+        let rows = (0..n).map(|_| random_row(rng)).collect();
+        let labels = (0..n).map(|_| rng.random::<bool>()).collect();
+        (rows, labels)
+    }
+
+    /// Values beyond the bounds too, so clipping is exercised.
+    fn random_row(rng: &mut NoiseSource) -> Vec<f64> {
+        features()
+            .iter()
+            .map(|f| {
+                let w = f.hi - f.lo;
+                f.lo - w / 4.0 + 1.5 * w * rng.random::<f64>()
+            })
+            .collect()
+    }
+
+    fn norms(a: &[Vec<f64>; 2], b: &[Vec<f64>; 2]) -> (f64, f64) {
+        let diffs = a
+            .iter()
+            .flatten()
+            .zip(b.iter().flatten())
+            .map(|(x, y)| x - y);
+        diffs.fold((0.0, 0.0), |(l1, l2), d| (l1 + d.abs(), l2 + d * d))
+    }
+
+    #[test]
+    fn replacing_one_row_moves_the_query_by_at_most_the_sensitivities() {
+        let p = plan(MomentNoise::Gaussian);
+        let d = features().len();
+        let (l1_max, l2_max) = (l1_sensitivity(d), l2_sensitivity(d));
+        let mut rng = NoiseSource::seeded(9);
+        let mut attained = false;
+        for _ in 0..2000 {
+            let (rows, labels) = random_dataset(&mut rng);
+            let before = p.exact(&rows, &labels).expect("exact");
+            let i = (rng.random::<u64>() % rows.len() as u64) as usize;
+            // The worst cases: a corner row (every |u| = 1) moved to the other class or kept in
+            // it with every coordinate flipped; and a random replacement.
+            let corner: Vec<f64> = features()
+                .iter()
+                .zip(&rows[i])
+                .map(|(f, &v)| if v > (f.lo + f.hi) / 2.0 { f.lo } else { f.hi })
+                .collect();
+            let random = (random_row(&mut rng), rng.random::<bool>());
+            let corner_source: Vec<f64> = features().iter().map(|f| f.hi).collect();
+            let corner_target: Vec<f64> = features().iter().map(|f| f.lo).collect();
+            let mut cases = vec![
+                (rows.clone(), corner.clone(), !labels[i]),
+                (rows.clone(), corner, labels[i]),
+                (rows.clone(), random.0, random.1),
+            ];
+            // A corner row itself replaced by the opposite corner in the other class: ℓ₁ = 2K.
+            let mut from_corner = rows.clone();
+            from_corner[i] = corner_source;
+            cases.push((from_corner, corner_target, !labels[i]));
+            for (base, new_row, new_label) in cases {
+                let before = if base == rows {
+                    before.clone()
+                } else {
+                    p.exact(&base, &labels).expect("exact")
+                };
+                let (mut r2, mut l2) = (base.clone(), labels.clone());
+                r2[i] = new_row;
+                l2[i] = new_label;
+                let after = p.exact(&r2, &l2).expect("exact");
+                let (l1, l2sq) = norms(&before, &after);
+                assert!(l1 <= l1_max + 1e-9, "ℓ₁ {l1} > {l1_max}");
+                assert!(
+                    l2sq.sqrt() <= l2_max + 1e-9,
+                    "ℓ₂ {} > {l2_max}",
+                    l2sq.sqrt()
+                );
+                attained |= (l1 - l1_max).abs() < 1e-9;
+            }
+        }
+        assert!(
+            attained,
+            "the ℓ₁ sensitivity is attained by a corner row changing class"
+        );
+    }
+
+    /// Population mean, variance and covariance of the clipped raw values of one class.
+    fn reference(rows: &[Vec<f64>], labels: &[bool], class: bool) -> (Vec<f64>, Vec<f64>) {
+        let f = features();
+        let d = f.len();
+        let clipped: Vec<Vec<f64>> = rows
+            .iter()
+            .zip(labels)
+            .filter(|(_, l)| **l == class)
+            .map(|(r, _)| r.iter().zip(&f).map(|(v, f)| v.clamp(f.lo, f.hi)).collect())
+            .collect();
+        let n = clipped.len() as f64;
+        let mean: Vec<f64> = (0..d)
+            .map(|j| clipped.iter().map(|r| r[j]).sum::<f64>() / n)
+            .collect();
+        let mut cov = vec![0.0; d * d];
+        for r in &clipped {
+            for i in 0..d {
+                for j in 0..d {
+                    cov[i * d + j] += (r[i] - mean[i]) * (r[j] - mean[j]) / n;
+                }
+            }
+        }
+        (mean, cov)
+    }
+
+    #[test]
+    fn released_statistics_are_those_of_the_clipped_raw_values() {
+        // A huge ε: the Laplace noise is far below the quantisation error. (The Gaussian
+        // mechanism shares `exact` and the post-processing; RDP cannot make its noise this small.)
+        let noise = MomentNoise::Laplace;
+        let p = MomentsPlan::new(
+            &features(),
+            MomentsParams {
+                noise,
+                epsilon: 1e7,
+                delta: 0.0,
+                max_rows: 10,
+            },
+        )
+        .expect("plan");
+        let (rows, labels) = dataset();
+        let m = p
+            .release(&rows, &labels, &mut NoiseSource::seeded(11))
+            .expect("release");
+        {
+            for (k, class) in m.classes.iter().enumerate() {
+                let (mean, cov) = reference(&rows, &labels, k == 1);
+                assert!((class.count - 3.0).abs() < 1e-3, "{noise:?}");
+                for j in 0..3 {
+                    // Quantisation: r·2^{-12} per value (r ≤ 4).
+                    assert!((class.mean[j] - mean[j]).abs() < 2e-3, "{noise:?} mean {j}");
+                    assert!((class.sum[j] - 3.0 * mean[j]).abs() < 6e-3);
+                    assert!((class.variance[j] - cov[j * 3 + j]).abs() < 1e-2);
+                }
+                for (a, b) in class.covariance.iter().zip(&cov) {
+                    assert!((a - b).abs() < 1e-2, "{noise:?} covariance {a} vs {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn post_processing_keeps_means_variances_and_correlations_in_range() {
+        // A tiny ε: the noise dwarfs the data.
+        let p = MomentsPlan::new(
+            &features(),
+            MomentsParams {
+                noise: MomentNoise::Laplace,
+                epsilon: 0.01,
+                delta: 0.0,
+                max_rows: 100,
+            },
+        )
+        .expect("plan");
+        let (rows, labels) = dataset();
+        let mut rng = NoiseSource::seeded(12);
+        for _ in 0..200 {
+            let m = p.release(&rows, &labels, &mut rng).expect("release");
+            for c in &m.classes {
+                for (j, f) in features().iter().enumerate() {
+                    assert!((f.lo..=f.hi).contains(&c.mean[j]));
+                    let r = (f.hi - f.lo) / 2.0;
+                    assert!((0.0..=r * r).contains(&c.variance[j]));
+                    assert_eq!(c.covariance[j * 3 + j], c.variance[j]);
+                }
+                for i in 0..3 {
+                    for j in 0..3 {
+                        let (a, b) = (c.covariance[i * 3 + j], c.covariance[j * 3 + i]);
+                        assert_eq!(a, b);
+                        assert!(a.abs() <= (c.variance[i] * c.variance[j]).sqrt() * (1.0 + 1e-12));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_inputs_are_typed_errors() {
+        let p = plan(MomentNoise::Laplace);
+        let mut rng = NoiseSource::seeded(13);
+        assert!(matches!(
+            p.release(&[vec![f64::NAN, 0.0, 12.0]], &[true], &mut rng),
+            Err(MomentsError::Input(InputError::NotANumber {
+                row: 0,
+                feature: 0
+            }))
+        ));
+        assert!(matches!(
+            p.release(&[vec![1.0]], &[true], &mut rng),
+            Err(MomentsError::Input(InputError::RowLength { .. }))
+        ));
+        assert!(matches!(
+            p.release(
+                &vec![vec![1.0, 1.0, 12.0]; 1001],
+                &vec![true; 1001],
+                &mut rng
+            ),
+            Err(MomentsError::Input(InputError::TooManyRows { .. }))
+        ));
+        let params = |noise, epsilon, delta| MomentsParams {
+            noise,
+            epsilon,
+            delta,
+            max_rows: 10,
+        };
+        let f = features();
+        assert!(matches!(
+            MomentsPlan::new(&f, params(MomentNoise::Laplace, 0.0, 0.0)),
+            Err(MomentsError::InvalidEpsilon(_))
+        ));
+        assert!(matches!(
+            MomentsPlan::new(&f, params(MomentNoise::Laplace, 1.0, 1e-6)),
+            Err(MomentsError::InvalidDelta { .. })
+        ));
+        assert!(matches!(
+            MomentsPlan::new(&f, params(MomentNoise::Gaussian, 1.0, 0.0)),
+            Err(MomentsError::InvalidDelta { .. })
+        ));
+        assert!(matches!(
+            MomentsPlan::new(&[], params(MomentNoise::Laplace, 1.0, 0.0)),
+            Err(MomentsError::Input(InputError::NoFeatures))
+        ));
+    }
+}
