@@ -118,6 +118,69 @@ fn simulate_writes_summary_and_runs() {
     );
 }
 
+/// `--private-normalisation` prints the pooled constants and their ε, changes the run, and
+/// refuses data without a schema.
+#[test]
+fn simulate_with_private_normalisation_prints_its_constants_and_cost() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = |out: &str, extra: &[&str]| -> Output {
+        let mut a = vec![
+            "simulate",
+            "--dataset",
+            "diabetes",
+            "--epsilon",
+            "1",
+            "--trials",
+            "2",
+            "--out",
+            out,
+        ];
+        a.extend_from_slice(extra);
+        run("dpagg-aggregator", &a, dir.path())
+    };
+    let private = args("private", &["--private-normalisation", "5"]);
+    assert_success(&private);
+    let text = String::from_utf8_lossy(&private.stdout);
+    assert!(
+        text.contains("pooled from 10 organisations' private moments")
+            && text.contains("ε = 5, δ = 0.000001 each"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches(" center ").count(),
+        8,
+        "one line per feature: {text}"
+    );
+    let declared = args("declared", &[]);
+    assert_success(&declared);
+    let runs =
+        |name: &str| fs::read_to_string(dir.path().join(name).join("runs.csv")).expect("runs");
+    assert_ne!(
+        runs("private"),
+        runs("declared"),
+        "the constants change the run"
+    );
+    for (dataset, epsilon, says) in [
+        ("diabetes", "0", "epsilon"),
+        ("synthetic", "1", "no centres"),
+    ] {
+        let out = run(
+            "dpagg-aggregator",
+            &[
+                "simulate",
+                "--dataset",
+                dataset,
+                "--private-normalisation",
+                epsilon,
+                "--out",
+                "bad",
+            ],
+            dir.path(),
+        );
+        assert_one_line_error(&out, &[says]);
+    }
+}
+
 /// The default local baseline is tuned by cross-validation; `--local fixed` is the paper's;
 /// `--rows-per-org` gives organisations of unequal sizes.
 #[test]

@@ -2,8 +2,9 @@
 
 use anyhow::{Context, Result, bail};
 use dpagg_shared::data::bundled::Bundled;
-use dpagg_shared::data::csv::load_csv;
+use dpagg_shared::data::csv::{RawRows, load_csv, load_csv_with_raw};
 use dpagg_shared::data::normalise::MapMode;
+use dpagg_shared::data::private_normalisation::simulate_private_constants;
 use dpagg_shared::data::schema::Schema;
 use dpagg_shared::data::synthetic::SyntheticSpec;
 use dpagg_shared::privacy::mechanism::{Lambda, MechanismKind};
@@ -68,6 +69,15 @@ pub struct Args {
     /// Output folder for summary.json and runs.csv [default: results/<dataset>].
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Replace the schema's declared centres and scales (ball map) by the pooled means and
+    /// standard deviations that the organisations release privately (`moments-gaussian` at this
+    /// ε each, before any learner; simulated once with seeded noise). Every organisation then
+    /// spends this ε too, on top of its learners'.
+    #[arg(long)]
+    private_normalisation: Option<f64>,
+    /// δ of those moments.
+    #[arg(long, default_value_t = 1e-6, requires = "private_normalisation")]
+    normalisation_delta: f64,
 }
 
 /// The local baseline of `simulate`.
@@ -100,11 +110,54 @@ struct Source {
     map: Option<(String, MapMode)>,
 }
 
+/// The schema with centres and scales from the organisations' pooled private moments, and a
+/// note of what they cost.
+fn private_schema(
+    schema: &Schema,
+    raw: &RawRows,
+    orgs: usize,
+    epsilon: f64,
+    args: &Args,
+) -> Result<Schema> {
+    let orgs = if args.rows_per_org.is_empty() {
+        args.orgs.unwrap_or(orgs)
+    } else {
+        args.rows_per_org.len()
+    };
+    let (schema, constants) = simulate_private_constants(
+        schema,
+        raw,
+        orgs,
+        epsilon,
+        args.normalisation_delta,
+        args.seed,
+    )
+    .context("cannot make the private normalisation")?;
+    println!(
+        "normalisation: centres and scales pooled from {orgs} organisations' private moments \
+         (Gaussian mechanism, ε = {epsilon}, δ = {} each): every organisation spends this on top \
+         of its learners' ε",
+        args.normalisation_delta
+    );
+    for (f, (centre, scale)) in schema.features.iter().zip(&constants) {
+        println!(
+            "  {:<28} center {centre:>12.5}  scale {scale:>12.5}",
+            f.name
+        );
+    }
+    Ok(schema)
+}
+
 /// Resolves the data source from the arguments.
 fn source(args: &Args) -> Result<Source> {
     if args.dataset == "synthetic" {
         if args.schema.is_some() {
             bail!("--schema applies to CSV datasets, not to synthetic data");
+        }
+        if args.private_normalisation.is_some() {
+            bail!(
+                "--private-normalisation applies to datasets with a schema; synthetic data is drawn in the unit ball and has no centres or scales to release"
+            );
         }
         return Ok(Source {
             name: "synthetic".into(),
@@ -120,8 +173,14 @@ fn source(args: &Args) -> Result<Source> {
                 b.name()
             );
         }
-        let (data, _report) = b.load();
         let split = b.paper_split();
+        let (data, _report) = match args.private_normalisation {
+            None => b.load(),
+            Some(epsilon) => {
+                let schema = private_schema(&b.schema(), &b.load_raw(), split.orgs, epsilon, args)?;
+                b.load_with(&schema)
+            }
+        };
         let test = TestSplit::Counts {
             positive: split.test_positive,
             negative: split.test_negative,
@@ -140,7 +199,11 @@ fn source(args: &Args) -> Result<Source> {
             args.dataset
         );
     };
-    let schema = Schema::load(schema_path)?;
+    let mut schema = Schema::load(schema_path)?;
+    if let Some(epsilon) = args.private_normalisation {
+        let (_, raw, _) = load_csv_with_raw(&path, &schema)?;
+        schema = private_schema(&schema, &raw, args.orgs.unwrap_or(10), epsilon, args)?;
+    }
     let (data, report) = load_csv(&path, &schema)?;
     if report.total_clipped() > 0 {
         tracing::warn!(

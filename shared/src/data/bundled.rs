@@ -6,7 +6,7 @@
 //! both, which is why [`Bundled::schema`] and [`Bundled::load`] can return values rather than
 //! `Result`s.
 
-use crate::data::csv::{LoadReport, read_csv};
+use crate::data::csv::{LoadReport, RawRows, read_csv, read_csv_with_raw};
 use crate::data::dataset::Dataset;
 use crate::data::schema::Schema;
 
@@ -123,7 +123,23 @@ impl Bundled {
         self.load_with(&self.schema().paper_map())
     }
 
-    fn load_with(self, schema: &Schema) -> (Dataset, LoadReport) {
+    /// The whole dataset's raw values clipped to the schema's bounds ([`RawRows`]), for data
+    /// releases stated in raw units.
+    ///
+    /// # Panics
+    /// Never in a tested build: the embedded CSV is loaded by this module's tests.
+    pub fn load_raw(self) -> RawRows {
+        read_csv_with_raw(self.csv_text().as_bytes(), self.csv_file(), &self.schema())
+            .expect("bundled CSV matches its schema (checked by bundled::tests)")
+            .1
+    }
+
+    /// The whole dataset under another map of the same columns (e.g. the schema with centres
+    /// and scales from pooled private statistics, [`crate::data::private_normalisation`]).
+    ///
+    /// # Panics
+    /// If `schema` does not describe the bundled CSV's columns.
+    pub fn load_with(self, schema: &Schema) -> (Dataset, LoadReport) {
         read_csv(self.csv_text().as_bytes(), self.csv_file(), schema)
             .expect("bundled CSV matches its schema (checked by bundled::tests)")
     }

@@ -181,6 +181,42 @@ pub fn load_csv(path: &Path, schema: &Schema) -> Result<(Dataset, LoadReport), D
     read_csv(BufReader::new(file), &origin, schema)
 }
 
+/// The raw feature values of a file, clipped to the schema's bounds, for data releases
+/// ([`crate::privacy::data_release`]) that are stated in raw units. A value equal to its
+/// feature's `missing` sentinel (ball mode) is replaced by the raw value the map sends to 0,
+/// [`FeatureSpec::raw_of_center`] (T⁻¹ of the declared `center`): a public constant, so the
+/// replacement reveals nothing, and it keeps a sentinel (often far outside the bounds) from
+/// being clipped to a bound.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RawRows {
+    /// Per row, the values in schema order, each in its feature's [lo, hi].
+    pub values: Vec<Vec<f64>>,
+    /// Per row, whether its label is the positive one.
+    pub positive: Vec<bool>,
+}
+
+/// [`load_csv`], also keeping the rows' raw values ([`RawRows`]).
+pub fn load_csv_with_raw(
+    path: &Path,
+    schema: &Schema,
+) -> Result<(Dataset, RawRows, LoadReport), DataError> {
+    let origin = path.display().to_string();
+    let file = File::open(path).map_err(|source| DataError::Io {
+        origin: origin.clone(),
+        source,
+    })?;
+    read(BufReader::new(file), &origin, schema, true)
+}
+
+/// [`read_csv`], also keeping the rows' raw values ([`RawRows`]).
+pub fn read_csv_with_raw<R: std::io::Read>(
+    reader: R,
+    origin: &str,
+    schema: &Schema,
+) -> Result<(Dataset, RawRows, LoadReport), DataError> {
+    read(reader, origin, schema, true)
+}
+
 /// Reads CSV text from `reader` against `schema` and returns the normalised dataset with a report
 /// of how many values were clipped. `origin` (usually the file name) starts every error message.
 pub fn read_csv<R: std::io::Read>(
@@ -188,6 +224,16 @@ pub fn read_csv<R: std::io::Read>(
     origin: &str,
     schema: &Schema,
 ) -> Result<(Dataset, LoadReport), DataError> {
+    read(reader, origin, schema, false).map(|(d, _, r)| (d, r))
+}
+
+/// [`read_csv`], keeping the raw rows when `keep_raw`.
+fn read<R: std::io::Read>(
+    reader: R,
+    origin: &str,
+    schema: &Schema,
+    keep_raw: bool,
+) -> Result<(Dataset, RawRows, LoadReport), DataError> {
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
@@ -202,6 +248,7 @@ pub fn read_csv<R: std::io::Read>(
     let columns = Columns::find(&header, origin, schema)?;
     let ignored = ignored_columns(&header, schema);
     let mut rows = Rows::new(schema);
+    rows.keep_raw = keep_raw;
     let mut record = csv::StringRecord::new();
     let mut last_line = 1;
     loop {
@@ -227,6 +274,7 @@ pub fn read_csv<R: std::io::Read>(
             origin: origin.to_owned(),
         });
     }
+    let raw = std::mem::take(&mut rows.kept);
     let (dataset, mut report) = rows.finish(origin);
     if !ignored.is_empty() {
         tracing::warn!(
@@ -237,7 +285,7 @@ pub fn read_csv<R: std::io::Read>(
         );
     }
     report.ignored = ignored;
-    Ok((dataset, report))
+    Ok((dataset, raw, report))
 }
 
 /// A CSV-level error as a [`DataError`], on one line; `fallback_line` where the parser gives none.
@@ -382,6 +430,10 @@ struct Rows<'s> {
     missing: Vec<usize>,
     /// Rows projected onto the unit ball.
     projected: usize,
+    /// Whether to keep the raw rows in `kept`.
+    keep_raw: bool,
+    /// The raw rows, when kept.
+    kept: RawRows,
 }
 
 impl<'s> Rows<'s> {
@@ -396,6 +448,8 @@ impl<'s> Rows<'s> {
             clipped: vec![0usize; p],
             missing: vec![0usize; p],
             projected: 0,
+            keep_raw: false,
+            kept: RawRows::default(),
         }
     }
 
@@ -422,6 +476,23 @@ impl<'s> Rows<'s> {
         self.projected += usize::from(report.projected);
         self.x.extend_from_slice(&self.out);
         self.y.push(label);
+        if self.keep_raw {
+            let row = self
+                .schema
+                .features
+                .iter()
+                .zip(&self.raw)
+                .map(|(f, &v)| {
+                    if ball && f.is_missing(v) {
+                        f.raw_of_center()
+                    } else {
+                        v.clamp(f.lo, f.hi)
+                    }
+                })
+                .collect();
+            self.kept.values.push(row);
+            self.kept.positive.push(label > 0.0);
+        }
         Ok(())
     }
 

@@ -9,6 +9,8 @@
 //! - [`synthetic`]: seed 001 §5.1 synthetic data.
 //! - [`clinic`]: the clinic scenario of issue 12 (a small aggregator, large hospitals, d = 20).
 //! - [`partition`]: partitions over organisations and stratified test splits.
+//! - [`private_normalisation`]: ball-map centres and scales pooled from the organisations'
+//!   private moments instead of declared constants (and what that costs in ε).
 //!
 //! A new dataset goes into [`bundled`] (a CSV and a hand-written schema in `data/`) or is read
 //! from a file with [`csv::load_csv`]; nothing else needs to know about it.
@@ -19,6 +21,7 @@ pub mod csv;
 pub mod dataset;
 pub mod normalise;
 pub mod partition;
+pub mod private_normalisation;
 pub mod schema;
 pub mod synthetic;
 

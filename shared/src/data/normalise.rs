@@ -137,10 +137,7 @@ fn standardise(f: &FeatureSpec, v: f64) -> (f64, bool, bool) {
         return (0.0, false, true);
     }
     let (c, clipped) = clip(v, f);
-    let t = match f.transform.unwrap_or_default() {
-        Transform::Identity => c,
-        Transform::Log1p => (c / f.unit.unwrap_or(1.0)).ln_1p(),
-    };
+    let t = f.transform(c);
     let (center, scale) = (f.center.unwrap_or(0.0), f.scale.unwrap_or(1.0));
     (((t - center) / scale), clipped, false)
 }

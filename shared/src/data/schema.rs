@@ -125,6 +125,27 @@ impl FeatureSpec {
         self.missing == Some(v)
     }
 
+    /// T(v), the declared transform (ball mode: identity, or ln(1 + v/unit) for `log1p`).
+    pub fn transform(&self, v: f64) -> f64 {
+        match self.transform.unwrap_or_default() {
+            Transform::Identity => v,
+            Transform::Log1p => (v / self.unit.unwrap_or(1.0)).ln_1p(),
+        }
+    }
+
+    /// The raw value that stands for a missing one in raw-unit releases: T⁻¹(center), the value
+    /// the ball map sends to 0 (where it sends a missing value), clipped to [lo, hi]; the middle
+    /// of [lo, hi] when no `center` is declared. `center` is in transformed units, so for a
+    /// `log1p` feature this is unit·(e^center − 1), not `center` itself.
+    pub fn raw_of_center(&self) -> f64 {
+        let raw = match (self.center, self.transform.unwrap_or_default()) {
+            (None, _) => self.lo / 2.0 + self.hi / 2.0,
+            (Some(c), Transform::Identity) => c,
+            (Some(c), Transform::Log1p) => self.unit.unwrap_or(1.0) * c.exp_m1(),
+        };
+        raw.clamp(self.lo, self.hi)
+    }
+
     /// The keys only ball mode reads, by name, when present.
     fn ball_keys(&self) -> Vec<&'static str> {
         [
@@ -596,10 +617,7 @@ fn check_ball_feature(f: &FeatureSpec) -> Result<(), (&'static str, &'static str
     }
     // The bounds' standardised values must stay far from overflow, or a row's norm becomes
     // infinite and its projection NaN (found by shared/tests/fuzz.rs: scale = 1e-308).
-    let t = |v: f64| match f.transform.unwrap_or_default() {
-        Transform::Identity => v,
-        Transform::Log1p => (v / f.unit.unwrap_or(1.0)).ln_1p(),
-    };
+    let t = |v: f64| f.transform(v);
     let (center, scale) = (f.center.unwrap_or(0.0), f.scale.unwrap_or(1.0));
     let far = [f.lo, f.hi]
         .iter()
@@ -995,5 +1013,21 @@ hi = 5
                 }
             }
         }
+    }
+
+    #[test]
+    fn raw_of_center_is_what_the_map_sends_to_zero() {
+        let mut f = FeatureSpec::bounded("insulin", 0.0, 900.0);
+        assert_eq!(f.raw_of_center(), 450.0, "no centre: middle of the bounds");
+        f.center = Some(4.5);
+        f.transform = Some(Transform::Log1p);
+        f.unit = Some(1.0);
+        let raw = f.raw_of_center();
+        assert!((raw - 4.5f64.exp_m1()).abs() < 1e-9, "{raw}");
+        assert!((f.transform(raw) - 4.5).abs() < 1e-12);
+        f.transform = Some(Transform::Identity);
+        assert_eq!(f.raw_of_center(), 4.5);
+        f.center = Some(-3.0);
+        assert_eq!(f.raw_of_center(), 0.0, "clipped to [lo, hi]");
     }
 }

@@ -15,8 +15,11 @@
 //!   with global sensitivity (seed 002, [`statistics::laplace_stats`]).
 //! - [`synthetic`]: private synthetic data — the Rényi DP of rows sampled from the normal fitted
 //!   to the data (seed 003, [`synthetic::mvn_rdp`]).
+//! - [`data_release`]: the data releases a node makes besides learners (statistics, synthetic
+//!   data) as one spec type, calibrated from public quantities before any record is read.
 
 pub mod accounting;
+pub mod data_release;
 pub mod guarantee;
 pub mod mechanism;
 pub mod noise;
