@@ -96,6 +96,12 @@ pub enum Rpc {
     GetLearner,
     /// `PublishLearner`.
     PublishLearner,
+    /// `PublishData`.
+    PublishData,
+    /// `GetData`.
+    GetData,
+    /// `ListData`.
+    ListData,
 }
 
 impl Rpc {
@@ -105,7 +111,15 @@ impl Rpc {
             Self::ListLearners => "ListLearners",
             Self::GetLearner => "GetLearner",
             Self::PublishLearner => "PublishLearner",
+            Self::PublishData => "PublishData",
+            Self::GetData => "GetData",
+            Self::ListData => "ListData",
         }
+    }
+
+    /// Whether the RPC spends budget (write list and rate limit).
+    fn writes(self) -> bool {
+        matches!(self, Self::PublishLearner | Self::PublishData)
     }
 }
 
@@ -140,9 +154,10 @@ impl Gate {
     /// Lets `caller` call `rpc` or says why not (`PERMISSION_DENIED`; for publishing over the
     /// rate, `RESOURCE_EXHAUSTED`). Refusals and writes are audited.
     pub fn admit(&self, caller: &Caller, rpc: Rpc) -> Result<(), Status> {
-        let list = match rpc {
-            Rpc::PublishLearner => &self.policy.write,
-            _ => &self.policy.read,
+        let list = if rpc.writes() {
+            &self.policy.write
+        } else {
+            &self.policy.read
         };
         if !caller.on(list) {
             tracing::warn!(target: "dpagg::audit", %caller, rpc = rpc.name(), outcome = "refused", reason = "not on the allow-list");
@@ -151,7 +166,7 @@ impl Gate {
                 rpc.name()
             )));
         }
-        if rpc == Rpc::PublishLearner && !self.take_token(caller, Instant::now()) {
+        if rpc.writes() && !self.take_token(caller, Instant::now()) {
             tracing::warn!(target: "dpagg::audit", %caller, rpc = rpc.name(), outcome = "refused", reason = "rate limit");
             return Err(Status::resource_exhausted(format!(
                 "rate limit: {caller} may ask for at most {} publications per minute",
@@ -189,12 +204,18 @@ impl Gate {
 
 /// Logs the outcome of a publish request on the audit target.
 pub fn audit_publish(caller: &Caller, outcome: Result<(&str, bool), &Status>) {
+    audit_write(caller, Rpc::PublishLearner, outcome);
+}
+
+/// Audits one write RPC (`PublishLearner` or `PublishData`) and its outcome.
+pub fn audit_write(caller: &Caller, rpc: Rpc, outcome: Result<(&str, bool), &Status>) {
+    let rpc = rpc.name();
     match outcome {
         Ok((release_id, new)) => {
-            tracing::info!(target: "dpagg::audit", %caller, rpc = "PublishLearner", outcome = if new { "published" } else { "existing" }, release_id)
+            tracing::info!(target: "dpagg::audit", %caller, rpc, outcome = if new { "published" } else { "existing" }, release_id)
         }
         Err(s) => {
-            tracing::warn!(target: "dpagg::audit", %caller, rpc = "PublishLearner", outcome = "refused", code = ?s.code(), reason = s.message())
+            tracing::warn!(target: "dpagg::audit", %caller, rpc, outcome = "refused", code = ?s.code(), reason = s.message())
         }
     }
 }

@@ -2,6 +2,7 @@
 //!
 //! - `serve`: the gRPC service (health and reflection included) until SIGTERM or Ctrl-C.
 //! - `publish`: release a learner locally under the node's policy (same ledger as `serve`).
+//! - `publish-data`: make a data release (statistics, synthetic data) locally, same ledger.
 //! - `ledger`: spent and remaining budget, and every release.
 //! - `check`: validate a CSV against the public schema (nothing is released).
 //! - `split`: deal one CSV's rows over organisations (for trying dpagg by hand).
@@ -25,6 +26,8 @@ use dpagg_node::transport::Security;
 use dpagg_shared::cli::{self, Out, exit::is_stdout_closed};
 use dpagg_shared::data::csv::load_csv;
 use dpagg_shared::data::schema::Schema;
+use dpagg_shared::privacy::data_release::{DataKind, DataSpec};
+use dpagg_shared::privacy::guarantee::PrivacyGuarantee;
 use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};
 use dpagg_shared::util::num::{Num, fixed};
 use dpagg_shared::util::time::rfc3339;
@@ -58,6 +61,25 @@ enum Command {
         #[arg(long, default_value = "auto", allow_negative_numbers = true)]
         lambda: Lambda,
         /// Mechanism option name=value (repeat), e.g. --option steps=500 for dp-sgd.
+        #[arg(long = "option", value_parser = dpagg_shared::privacy::mechanism::kind::parse_option)]
+        option: Vec<(String, f64)>,
+    },
+    /// Make a data release locally — statistics or synthetic data (charged to the same ledger as
+    /// `serve`, which then serves it).
+    PublishData {
+        #[command(flatten)]
+        config: Settings,
+        /// Kind: laplace-statistics, moments-laplace, moments-gaussian, histogram,
+        /// smooth-median, sample-and-aggregate, mvn-synthetic, mvn-synthetic-gaussian.
+        #[arg(long, value_parser = parse_data_kind)]
+        kind: DataKind,
+        /// ε of the release (0 for mvn-synthetic, whose ε is computed).
+        #[arg(long, allow_negative_numbers = true)]
+        epsilon: f64,
+        /// δ of the release (0 for the ε-DP kinds).
+        #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+        delta: f64,
+        /// Option name=value (repeat), e.g. --option bins=20 or --option rows=500.
         #[arg(long = "option", value_parser = dpagg_shared::privacy::mechanism::kind::parse_option)]
         option: Vec<(String, f64)>,
     },
@@ -321,18 +343,36 @@ fn parse_mechanism(s: &str) -> Result<MechanismKind, String> {
 fn publish(config: NodeConfig, spec: LearnerSpec, out: &mut Out) -> Result<()> {
     let node = Node::load(&config)?;
     let (release, new) = node.publish(&spec)?;
+    let what = format!("release {}", release.release_id);
+    let metadata = release.metadata();
+    write_outcome(
+        out,
+        &node,
+        &what,
+        &metadata.mechanism,
+        metadata.guarantee,
+        new,
+    )
+}
+
+/// "published <what> (<name>, ε, δ, relation)" or "already published: …", then the budget.
+fn write_outcome(
+    out: &mut Out,
+    node: &Node,
+    what: &str,
+    name: &str,
+    g: PrivacyGuarantee,
+    new: bool,
+) -> Result<()> {
     let b = node.budget()?;
-    let g = release.metadata().guarantee;
     writeln!(
         out,
-        "{} release {} ({}, ε = {}, δ = {}, {})",
+        "{} {what} ({name}, ε = {}, δ = {}, {})",
         if new {
             "published"
         } else {
             "already published:"
         },
-        release.release_id,
-        release.metadata().mechanism,
         Num(g.epsilon),
         Num(g.delta),
         g.relation
@@ -346,6 +386,22 @@ fn publish(config: NodeConfig, spec: LearnerSpec, out: &mut Out) -> Result<()> {
         b.delta_remaining()
     )?;
     Ok(())
+}
+
+fn parse_data_kind(s: &str) -> Result<DataKind, String> {
+    DataKind::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = DataKind::ALL.iter().map(|(n, _)| *n).collect();
+        format!("unknown data kind `{s}` (available: {})", names.join(", "))
+    })
+}
+
+fn publish_data(config: NodeConfig, spec: &DataSpec, out: &mut Out) -> Result<()> {
+    let node = Node::load(&config)?;
+    let (stored, new) = node.publish_data(spec, |payload, planned, id, created| {
+        dpagg_node::service::data_body(&node, spec, planned, payload, id, created)
+    })?;
+    let what = format!("data release {}", stored.release_id);
+    write_outcome(out, &node, &what, &stored.kind, stored.guarantee, new)
 }
 
 /// The ledger as it is, even when the policy's totals are below the spend (then `serve` and
@@ -409,7 +465,12 @@ fn ledger(config: NodeConfig, out: &mut Out) -> Result<()> {
              killed, or in progress): they stay spent"
         )?;
     }
-    writeln!(out, "{} release(s):", s.charges.saturating_sub(unfinished))?;
+    let (data, _) = store.data_page(None, usize::MAX)?;
+    writeln!(
+        out,
+        "{} release(s):",
+        s.charges.saturating_sub(unfinished + data.len())
+    )?;
     for r in store.releases()? {
         let g = r.metadata().guarantee;
         writeln!(
@@ -423,6 +484,20 @@ fn ledger(config: NodeConfig, out: &mut Out) -> Result<()> {
             r.spec.l2.to_string(),
             g.relation,
             if r.metadata().seeded { "  SEEDED" } else { "" }
+        )?;
+    }
+    writeln!(out, "{} data release(s):", data.len())?;
+    for d in data {
+        let g = d.guarantee;
+        writeln!(
+            out,
+            "  {}  {}  {:<26} ε = {:<6} δ = {:<8} {}",
+            d.release_id,
+            rfc3339(d.created_unix_ms),
+            d.kind,
+            Num(g.epsilon).to_string(),
+            Num(g.delta).to_string(),
+            g.relation
         )?;
     }
     Ok(())
@@ -488,6 +563,21 @@ fn run(command: Command, matches: &ArgMatches, out: &mut Out) -> Result<()> {
                 options: option.into_iter().collect(),
             };
             publish(config.resolve(matches)?, spec, out)
+        }
+        Command::PublishData {
+            config,
+            kind,
+            epsilon,
+            delta,
+            option,
+        } => {
+            let spec = DataSpec {
+                kind,
+                epsilon,
+                delta,
+                options: option.into_iter().collect(),
+            };
+            publish_data(config.resolve(matches)?, &spec, out)
         }
         Command::Ledger(settings) => ledger(settings.resolve(matches)?, out),
         Command::Check { data, schema } => check(data, schema, out),

@@ -8,13 +8,14 @@
 //! releases and charges nothing.
 
 use crate::config::{BelowSpent, NodeConfig, Policy};
-use crate::store::{PublishError, Spent, Store, StoreError};
+use crate::store::{PublishError, Spent, Store, StoreError, StoredData, data_key};
 use dpagg_shared::Dataset;
-use dpagg_shared::data::csv::{DataError, load_csv};
+use dpagg_shared::data::csv::{DataError, RawRows, load_csv_with_raw};
 use dpagg_shared::data::normalise::MapMode;
 use dpagg_shared::data::schema::{Schema, SchemaError};
 use dpagg_shared::privacy::accounting::admission::BudgetPolicy;
 use dpagg_shared::privacy::accounting::ledger::Charge;
+use dpagg_shared::privacy::data_release::{self, DataInput, DataKind, DataPayload, DataSpec};
 use dpagg_shared::privacy::mechanism::{LearnerSpec, MechanismKind};
 use dpagg_shared::privacy::noise::NoiseSource;
 use dpagg_shared::privacy::release::PublishedLearner;
@@ -86,6 +87,8 @@ pub struct Node {
     /// Releases and ledger.
     pub store: Arc<Store>,
     data: Arc<Dataset>,
+    /// The same rows' raw values clipped to the schema's bounds, for data releases.
+    raw: Arc<RawRows>,
     /// Raised at shutdown: training in progress stops (releasing and charging nothing).
     cancel: Arc<AtomicBool>,
 }
@@ -102,7 +105,7 @@ impl Node {
                 source,
             })?;
         let schema = Schema::from_toml_str(&schema_toml, &config.schema.display().to_string())?;
-        let (data, report) = load_csv(&config.data, &schema)?;
+        let (data, raw, report) = load_csv_with_raw(&config.data, &schema)?;
         tracing::info!(
             rows = report.rows,
             clipped = report.total_clipped(),
@@ -125,6 +128,7 @@ impl Node {
             policy: config.policy,
             store: Arc::new(store),
             data: Arc::new(data),
+            raw: Arc::new(raw),
             cancel: Arc::new(AtomicBool::new(false)),
         })
     }
@@ -146,6 +150,58 @@ impl Node {
             })
             .map(|(n, _)| (*n).to_owned())
             .collect()
+    }
+
+    /// Data kinds this node offers (every one: the policy decides what it may cost).
+    pub fn data_kinds(&self) -> Vec<String> {
+        DataKind::ALL.iter().map(|(n, _)| (*n).to_owned()).collect()
+    }
+
+    /// Makes a data release for `spec` (statistics or synthetic data), or returns the one made
+    /// before for the same spec. As [`Node::publish`]: calibrated from public quantities (n, d,
+    /// the schema's bounds), charged durably before any record is read, noise from the secure
+    /// generator; `body` turns the payload into the bytes served (the caller's wire format),
+    /// given the release id and creation time.
+    pub fn publish_data(
+        &self,
+        spec: &DataSpec,
+        body: impl FnOnce(&DataPayload, &data_release::PlannedData, &str, i64) -> Vec<u8>,
+    ) -> Result<(StoredData, bool), PublishError> {
+        let planned = data_release::plan(
+            spec,
+            &self.schema.features,
+            self.data.len() as u64,
+            self.data.dim(),
+        )
+        .map_err(PublishError::Data)?;
+        let charge = Charge {
+            guarantee: planned.guarantee(),
+            rdp: planned.rdp(),
+        };
+        let mut noise = NoiseSource::secure().map_err(|e| StoreError::Entropy(e.to_string()))?;
+        let (stored, new) = self.store.publish_data(
+            &data_key(spec, &self.fingerprint),
+            spec.kind.name(),
+            &budget_policy(&self.policy),
+            charge,
+            Duration::from_secs_f64(self.policy.max_training_seconds + 60.0),
+            |release_id| {
+                let input = DataInput {
+                    features: &self.schema.features,
+                    raw: &self.raw.values,
+                    positive: &self.raw.positive,
+                    dataset: &self.data,
+                };
+                let payload = planned.run(&input, &mut noise)?;
+                let created = dpagg_shared::util::time::now_ms();
+                Ok((body(&payload, &planned, release_id, created), created))
+            },
+        )?;
+        if new {
+            let g = stored.guarantee;
+            tracing::info!(release_id = %stored.release_id, kind = %stored.kind, epsilon = g.epsilon, delta = g.delta, "published and charged a data release");
+        }
+        Ok((stored, new))
     }
 
     /// Spent and remaining budget.

@@ -9,16 +9,20 @@
 //! a status never carries a number computed from the data: mechanism and store failures whose
 //! messages could (a row norm, a gradient norm) are logged locally and sent as `INTERNAL`.
 
-use crate::access::{Caller, Gate, Rpc, audit_publish};
+use crate::access::{Caller, Gate, Rpc, audit_publish, audit_write};
 use crate::node::{Node, budget_policy};
-use crate::store::{PageKey, PublishError};
+use crate::store::{PageKey, PublishError, StoredData, data_key};
 use dpagg_proto::convert::{self, WireError};
+use dpagg_proto::data as wire_data;
 use dpagg_proto::signature::SigningKey;
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::organisation_node_server::OrganisationNode;
 use dpagg_shared::privacy::accounting::admission::Refusal;
+use dpagg_shared::privacy::data_release::{DataPayload, DataReleaseError, DataSpec, PlannedData};
 use dpagg_shared::privacy::mechanism::{GibbsError, LearnerSpec, MechanismError};
 use dpagg_shared::privacy::release::PublishedLearner;
+use dpagg_shared::util::time::rfc3339;
+use prost::Message;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
@@ -62,6 +66,17 @@ impl NodeService {
             );
         }
         Ok(learner)
+    }
+
+    /// A stored data release as served: its body as stored, signed.
+    fn served_data(&self, stored: &StoredData) -> pb::DataRelease {
+        pb::DataRelease {
+            signature: self
+                .signer
+                .as_ref()
+                .map(|key| wire_data::sign(key, &self.node.organisation_id, &stored.body)),
+            body: stored.body.clone(),
+        }
     }
 
     async fn blocking<T: Send + 'static>(
@@ -125,6 +140,33 @@ pub fn publish_status(e: &PublishError) -> Status {
             e,
         ),
         PublishError::Mechanism(_) => internal("the node could not train this learner", e),
+        // From the spec and public quantities only (n, d, the schema's bounds).
+        PublishError::Data(DataReleaseError::InvalidSpec(_)) => {
+            Status::invalid_argument(e.to_string())
+        }
+        PublishError::Data(DataReleaseError::Calibration { .. }) => {
+            Status::failed_precondition(e.to_string())
+        }
+        PublishError::Data(DataReleaseError::Failed { .. }) => {
+            internal("the node could not make this data release", e)
+        }
+        // The reason may carry numbers from the data: logged, and only its public summary sent
+        // (e.g. that a propose-test-release test did not pass, which its ε covers).
+        PublishError::DataFailedCharged(inner) => {
+            tracing::warn!(error = %e, "a data release failed after its charge");
+            let public = match inner {
+                DataReleaseError::Failed { public, .. } => public,
+                _ => "the release failed",
+            };
+            Status::failed_precondition(format!(
+                "{}: {public}; nothing was released, and the charge stands",
+                match inner {
+                    DataReleaseError::Failed { kind, .. }
+                    | DataReleaseError::Calibration { kind, .. } => kind.name(),
+                    DataReleaseError::InvalidSpec(_) => "data release",
+                }
+            ))
+        }
         PublishError::Store(_) => internal("the node's store failed; nothing was released", e),
     }
 }
@@ -138,6 +180,89 @@ fn spec_from(spec: Option<pb::LearnerSpec>, node: &Node) -> Result<LearnerSpec, 
         }
         _ => Status::invalid_argument(e.to_string()),
     })
+}
+
+/// The domain spec of a data request's `spec` field.
+fn data_spec_from(spec: Option<pb::DataSpec>, node: &Node) -> Result<DataSpec, Status> {
+    let s = spec.ok_or_else(|| Status::invalid_argument("`spec` is required"))?;
+    DataSpec::try_from(s).map_err(|e| {
+        Status::invalid_argument(format!("{e} (available: {})", node.data_kinds().join(", ")))
+    })
+}
+
+/// A page size of a list request (0: the default).
+fn page_size(n: u32) -> Result<usize, Status> {
+    match n {
+        0 => Ok(DEFAULT_PAGE),
+        n if n as usize > MAX_PAGE => Err(Status::invalid_argument(format!(
+            "`page_size` = {n}: at most {MAX_PAGE}"
+        ))),
+        n => Ok(n as usize),
+    }
+}
+
+/// The page key of a list request's token.
+fn page_after(token: &str) -> Result<Option<PageKey>, Status> {
+    match token {
+        "" => Ok(None),
+        token => PageKey::parse(token)
+            .map(Some)
+            .ok_or_else(|| Status::invalid_argument("`page_token` is not a token this node gave")),
+    }
+}
+
+/// The body of a new data release, serialised once and stored: what every request gets.
+pub fn data_body(
+    node: &Node,
+    spec: &DataSpec,
+    planned: &PlannedData,
+    payload: &DataPayload,
+    release_id: &str,
+    created_unix_ms: i64,
+) -> Vec<u8> {
+    let g = planned.guarantee();
+    let parameters = spec
+        .kind
+        .options()
+        .iter()
+        .map(|(name, _)| ((*name).to_owned(), spec.option(name)))
+        .collect();
+    pb::DataReleaseBody {
+        release_id: release_id.to_owned(),
+        created_unix_ms,
+        created_at: rfc3339(created_unix_ms),
+        organisation_id: node.organisation_id.clone(),
+        schema_fingerprint: node.fingerprint.clone(),
+        spec: Some(pb::DataSpec::from(spec)),
+        mechanism: spec.kind.name().to_owned(),
+        reference: spec.kind.reference().to_owned(),
+        epsilon: g.epsilon,
+        delta: g.delta,
+        neighbour_relation: pb::NeighbourRelation::from(g.relation) as i32,
+        seeded: false,
+        n: planned.n(),
+        features: node
+            .schema
+            .features
+            .iter()
+            .map(|f| f.name.clone())
+            .collect(),
+        parameters,
+        payload: Some(payload.into()),
+    }
+    .encode_to_vec()
+}
+
+/// A body without its payload (what `ListData` returns).
+fn summary(stored: &StoredData) -> Result<pb::DataReleaseBody, Status> {
+    let mut body = pb::DataReleaseBody::decode(stored.body.as_slice()).map_err(|e| {
+        internal(
+            &format!("stored data release {} is corrupt", stored.release_id),
+            &e,
+        )
+    })?;
+    body.payload = None;
+    Ok(body)
 }
 
 #[tonic::async_trait]
@@ -163,6 +288,7 @@ impl OrganisationNode for NodeService {
                         b.policy.allow_unproven,
                     )),
                     remote_publish_allowed: node.policy.allow_remote_publish,
+                    data_kinds: node.data_kinds(),
                 })
             })
             .await?;
@@ -175,21 +301,8 @@ impl OrganisationNode for NodeService {
     ) -> Result<Response<pb::ListLearnersResponse>, Status> {
         self.admit(&request, Rpc::ListLearners)?;
         let r = request.into_inner();
-        let size = match r.page_size {
-            0 => DEFAULT_PAGE,
-            n if n as usize > MAX_PAGE => {
-                return Err(Status::invalid_argument(format!(
-                    "`page_size` = {n}: at most {MAX_PAGE}"
-                )));
-            }
-            n => n as usize,
-        };
-        let after = match r.page_token.as_str() {
-            "" => None,
-            token => Some(PageKey::parse(token).ok_or_else(|| {
-                Status::invalid_argument("`page_token` is not a token this node gave")
-            })?),
-        };
+        let size = page_size(r.page_size)?;
+        let after = page_after(&r.page_token)?;
         let (learners, next) = self
             .blocking(move |node| {
                 node.store
@@ -263,5 +376,89 @@ impl OrganisationNode for NodeService {
         );
         let (release, _) = published?;
         Ok(Response::new(self.served(&release)?))
+    }
+
+    async fn publish_data(
+        &self,
+        request: Request<pb::PublishDataRequest>,
+    ) -> Result<Response<pb::DataRelease>, Status> {
+        let caller = Caller::of(&request)?;
+        if !self.node.policy.allow_remote_publish {
+            let refused = Status::permission_denied(
+                "this node does not accept remote publishing (policy.allow_remote_publish = false)",
+            );
+            audit_write(&caller, Rpc::PublishData, Err(&refused));
+            return Err(refused);
+        }
+        self.gate.admit(&caller, Rpc::PublishData)?;
+        let published = async {
+            let spec = data_spec_from(request.into_inner().spec, &self.node)?;
+            self.blocking(move |node| {
+                node.publish_data(&spec, |payload, planned, id, created| {
+                    data_body(node, &spec, planned, payload, id, created)
+                })
+                .map_err(|e| publish_status(&e))
+            })
+            .await
+        }
+        .await;
+        audit_write(
+            &caller,
+            Rpc::PublishData,
+            published
+                .as_ref()
+                .map(|(r, new)| (r.release_id.as_str(), *new)),
+        );
+        let (stored, _) = published?;
+        Ok(Response::new(self.served_data(&stored)))
+    }
+
+    async fn get_data(
+        &self,
+        request: Request<pb::GetDataRequest>,
+    ) -> Result<Response<pb::DataRelease>, Status> {
+        use pb::get_data_request::Selector;
+        self.admit(&request, Rpc::GetData)?;
+        let selector = request
+            .into_inner()
+            .selector
+            .ok_or_else(|| Status::invalid_argument("give `release_id` or `spec`"))?;
+        let found = self
+            .blocking(move |node| {
+                let read = |e| internal("cannot read data releases", &e);
+                match selector {
+                    Selector::ReleaseId(id) => node.store.get_data(&id).map_err(read),
+                    Selector::Spec(spec) => {
+                        let spec = data_spec_from(Some(spec), node)?;
+                        node.store
+                            .data_for_key(&data_key(&spec, &node.fingerprint))
+                            .map_err(read)
+                    }
+                }
+            })
+            .await?;
+        let found = found.ok_or_else(|| Status::not_found("no such data release"))?;
+        Ok(Response::new(self.served_data(&found)))
+    }
+
+    async fn list_data(
+        &self,
+        request: Request<pb::ListDataRequest>,
+    ) -> Result<Response<pb::ListDataResponse>, Status> {
+        self.admit(&request, Rpc::ListData)?;
+        let r = request.into_inner();
+        let size = page_size(r.page_size)?;
+        let after = page_after(&r.page_token)?;
+        let (releases, next) = self
+            .blocking(move |node| {
+                node.store
+                    .data_page(after, size)
+                    .map_err(|e| internal("cannot read data releases", &e))
+            })
+            .await?;
+        Ok(Response::new(pb::ListDataResponse {
+            releases: releases.iter().map(summary).collect::<Result<_, _>>()?,
+            next_page_token: next.map(|k| k.token()).unwrap_or_default(),
+        }))
     }
 }

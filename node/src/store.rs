@@ -17,6 +17,10 @@
 //! stored as bytes and served as stored; nothing is ever retrained per request. The budget is
 //! recomputed from `ledger` and `unfinished` on every check, so a restart cannot reset it.
 //!
+//! Data releases (statistics, synthetic data; [`Store::publish_data`]) take the same three
+//! steps under the same policy; their body and charge are one row of `data_releases`, and the
+//! composition below covers them with the learners.
+//!
 //! Each charge records its guarantee, its neighbour relation and, when the mechanism has one, its
 //! RDP curve. The spent budget is [`dpagg_shared::privacy::accounting::ledger::compose`] of all charges:
 //! per relation, composed RDP curves where every release of the relation has one and basic
@@ -27,6 +31,7 @@ use dpagg_shared::LinearClassifier;
 use dpagg_shared::privacy::accounting::RdpCurve;
 use dpagg_shared::privacy::accounting::admission::{BudgetPolicy, Refusal, admit};
 use dpagg_shared::privacy::accounting::ledger::{Charge, Composition, compose};
+use dpagg_shared::privacy::data_release::{DataReleaseError, DataSpec};
 use dpagg_shared::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
 use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismError};
 use dpagg_shared::privacy::release::{PublishedLearner, Release};
@@ -142,6 +147,12 @@ pub enum PublishError {
         "{0}; nothing was released, and the charge stands (a failed training may depend on the data)"
     )]
     FailedCharged(MechanismError),
+    /// A data release refused from public quantities only (refunded).
+    #[error(transparent)]
+    Data(DataReleaseError),
+    /// A data release failed after reading the data: the charge stands.
+    #[error("{0}; nothing was released, and the charge stands")]
+    DataFailedCharged(DataReleaseError),
 }
 
 /// Whether a training failure is a function of public quantities only (the spec, n and d, which
@@ -164,6 +175,27 @@ pub fn is_data_independent(e: &MechanismError) -> bool {
                 GibbsError::TooManySteps { .. } | GibbsError::DimensionTooSmall { .. }
             )
     )
+}
+
+/// A stored data release: the serialised `DataReleaseBody`, served as stored, and its charge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredData {
+    /// Its id.
+    pub release_id: String,
+    /// When it was made.
+    pub created_unix_ms: i64,
+    /// Its kind's wire name.
+    pub kind: String,
+    /// The body, exactly as served.
+    pub body: Vec<u8>,
+    /// The guarantee charged.
+    pub guarantee: PrivacyGuarantee,
+}
+
+/// The store key of a data spec under a schema (never equal to a learner's key, which starts
+/// with the fingerprint).
+pub fn data_key(spec: &DataSpec, schema_fingerprint: &str) -> String {
+    format!("data:{schema_fingerprint}:{}", spec.key())
 }
 
 /// What step 1 of a publish found.
@@ -242,6 +274,19 @@ CREATE TABLE IF NOT EXISTS unfinished (
     spec_key TEXT UNIQUE,
     release_id TEXT NOT NULL,
     started_unix_ms INTEGER NOT NULL,
+    epsilon REAL NOT NULL,
+    delta REAL NOT NULL,
+    relation TEXT NOT NULL,
+    rdp TEXT
+);
+-- Data releases (statistics, synthetic data; issue 14): the serialised body as served, and its
+-- charge in the same row (one statement commits both).
+CREATE TABLE IF NOT EXISTS data_releases (
+    release_id TEXT PRIMARY KEY,
+    created_unix_ms INTEGER NOT NULL,
+    spec_key TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    body BLOB NOT NULL,
     epsilon REAL NOT NULL,
     delta REAL NOT NULL,
     relation TEXT NOT NULL,
@@ -354,11 +399,13 @@ impl Store {
         }
     }
 
-    /// Every charge: the ledger's (one per release) and those of unfinished trainings.
+    /// Every charge: the ledger's (one per learner), the data releases' and those of unfinished
+    /// trainings.
     fn charges(&self, conn: &Connection) -> Result<Vec<Charge>, StoreError> {
         let mut stmt = conn
             .prepare_cached(
                 "SELECT epsilon, delta, relation, rdp FROM ledger \
+                 UNION ALL SELECT epsilon, delta, relation, rdp FROM data_releases \
                  UNION ALL SELECT epsilon, delta, relation, rdp FROM unfinished",
             )
             .map_err(|e| self.err(e))?;
@@ -596,6 +643,175 @@ impl Store {
         Ok((published, true))
     }
 
+    /// Publishes a data release under `key` (a [`data_key`]), as [`Store::publish`] does a
+    /// learner: reserve the charge, run `make` outside the lock, commit the body and its charge
+    /// in one row. `make` gets the reserved release id and returns the serialised body and its
+    /// creation time. Returns the stored release and whether it is new.
+    pub fn publish_data(
+        &self,
+        key: &str,
+        kind: &str,
+        policy: &BudgetPolicy,
+        charge: Charge,
+        stale_after: Duration,
+        make: impl FnOnce(&str) -> Result<(Vec<u8>, i64), DataReleaseError>,
+    ) -> Result<(StoredData, bool), PublishError> {
+        if let Some(existing) = self.data_for_key(key)? {
+            return Ok((existing, false));
+        }
+        let release_id = match self.reserve(key, policy, &charge, stale_after)? {
+            Reserved::Existing(id) => {
+                return self.get_data(&id)?.map(|r| (r, false)).ok_or_else(|| {
+                    PublishError::Store(StoreError::Corrupt {
+                        path: self.path.display().to_string(),
+                        release_id: id,
+                        reason: "vanished".into(),
+                    })
+                });
+            }
+            Reserved::New(id) => id,
+        };
+        let (body, created_unix_ms) = match make(&release_id) {
+            Ok(made) => made,
+            Err(e) if e.is_data_independent() => {
+                self.refund(key, &release_id)?;
+                return Err(PublishError::Data(e));
+            }
+            Err(e) => {
+                self.abandon(key, &release_id)?;
+                return Err(PublishError::DataFailedCharged(e));
+            }
+        };
+        let mut conn = self.writer();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e))?;
+        let mine = tx
+            .execute(
+                "DELETE FROM unfinished WHERE spec_key = ?1 AND release_id = ?2",
+                params![key, release_id],
+            )
+            .map_err(|e| self.err(e))?;
+        if mine != 1 {
+            return Err(PublishError::InProgress);
+        }
+        let g = charge.guarantee;
+        tx.execute(
+            "INSERT INTO data_releases (release_id, created_unix_ms, spec_key, kind, body, epsilon, delta, relation, rdp) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![release_id, created_unix_ms, key, kind, body, g.epsilon, g.delta, g.relation.to_string(), charge.rdp.as_ref().map(encode_curve)],
+        )
+        .map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok((
+            StoredData {
+                release_id,
+                created_unix_ms,
+                kind: kind.to_owned(),
+                body,
+                guarantee: g,
+            },
+            true,
+        ))
+    }
+
+    /// One data release by id.
+    pub fn get_data(&self, release_id: &str) -> Result<Option<StoredData>, StoreError> {
+        Ok(self
+            .query_data(
+                "SELECT release_id, created_unix_ms, kind, body, epsilon, delta, relation, rowid FROM data_releases WHERE release_id = ?1",
+                params![release_id],
+            )?
+            .pop()
+            .map(|(_, d)| d))
+    }
+
+    /// The data release stored under `key` (a [`data_key`]), if any.
+    pub fn data_for_key(&self, key: &str) -> Result<Option<StoredData>, StoreError> {
+        Ok(self
+            .query_data(
+                "SELECT release_id, created_unix_ms, kind, body, epsilon, delta, relation, rowid FROM data_releases WHERE spec_key = ?1",
+                params![key],
+            )?
+            .pop()
+            .map(|(_, d)| d))
+    }
+
+    /// At most `limit` data releases, newest first, after `after` (as [`Store::page`]).
+    pub fn data_page(
+        &self,
+        after: Option<PageKey>,
+        limit: usize,
+    ) -> Result<(Vec<StoredData>, Option<PageKey>), StoreError> {
+        let (ms, rowid) = after.map_or((i64::MAX, i64::MAX), |k| (k.created_unix_ms, k.rowid));
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut rows = self.query_data(
+            "SELECT release_id, created_unix_ms, kind, body, epsilon, delta, relation, rowid FROM data_releases WHERE (created_unix_ms, rowid) < (?1, ?2) ORDER BY created_unix_ms DESC, rowid DESC LIMIT ?3",
+            params![ms, rowid, limit.saturating_add(1)],
+        )?;
+        let more = rows.len() as i64 > limit;
+        rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        let next = if more {
+            rows.last().map(|(key, _)| *key)
+        } else {
+            None
+        };
+        Ok((rows.into_iter().map(|(_, r)| r).collect(), next))
+    }
+
+    fn query_data<P: rusqlite::Params>(
+        &self,
+        sql: &str,
+        params: P,
+    ) -> Result<Vec<(PageKey, StoredData)>, StoreError> {
+        let conn = self
+            .reader
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut stmt = conn.prepare_cached(sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params, |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Vec<u8>>(3)?,
+                    r.get::<_, f64>(4)?,
+                    r.get::<_, f64>(5)?,
+                    r.get::<_, String>(6)?,
+                    r.get::<_, i64>(7)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (release_id, created_unix_ms, kind, body, epsilon, delta, relation, rowid) =
+                row.map_err(|e| self.err(e))?;
+            let relation = parse_relation(&relation).ok_or_else(|| StoreError::Corrupt {
+                path: self.path.display().to_string(),
+                release_id: release_id.clone(),
+                reason: format!("unknown neighbour relation `{relation}`"),
+            })?;
+            out.push((
+                PageKey {
+                    created_unix_ms,
+                    rowid,
+                },
+                StoredData {
+                    release_id,
+                    created_unix_ms,
+                    kind,
+                    body,
+                    guarantee: PrivacyGuarantee {
+                        epsilon,
+                        delta,
+                        relation,
+                    },
+                },
+            ));
+        }
+        Ok(out)
+    }
+
     /// Admits `charge` and records it as an unfinished training of `key` (step 1 of a publish,
     /// in one short transaction), or finds the release already stored. A reservation older than
     /// `stale_after` belongs to a training that died (a crash): its charge stays, and a new one
@@ -685,10 +901,12 @@ impl Store {
         .map_err(|e| self.err(e))
     }
 
-    /// The id of the release stored under `key`, if any (inside the publishing transaction).
+    /// The id of the release (learner or data) stored under `key`, if any (inside the
+    /// publishing transaction).
     fn published_id(&self, tx: &Connection, key: &str) -> Result<Option<String>, StoreError> {
         tx.query_row(
-            "SELECT release_id FROM releases WHERE spec_key = ?1",
+            "SELECT release_id FROM releases WHERE spec_key = ?1 \
+             UNION ALL SELECT release_id FROM data_releases WHERE spec_key = ?1",
             [key],
             |r| r.get(0),
         )

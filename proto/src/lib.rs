@@ -6,10 +6,12 @@
 //!
 //! [`convert`] is the one place where protobuf messages become the domain types of
 //! `dpagg-shared` and back: the node, the aggregator and the tests go through it.
-//! [`signature`] is the canonical encoding of a release and its Ed25519 signature.
+//! [`signature`] is the canonical encoding of a release and its Ed25519 signature; [`data`] the
+//! conversions and signed envelope of data releases (statistics, synthetic data).
 #![forbid(unsafe_code)]
 
 pub mod convert;
+pub mod data;
 pub mod signature;
 
 /// Package `dpagg.v1`: the `OrganisationNode` service, its client, server and messages.

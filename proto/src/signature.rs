@@ -316,7 +316,20 @@ impl VerifyingKey {
         organisation_id: &str,
         learner: &pb::PrivateLearner,
     ) -> Result<(), SignatureError> {
-        let sig = learner.signature.as_ref().ok_or(SignatureError::Unsigned)?;
+        self.verify_signed(organisation_id, learner.signature.as_ref(), || {
+            canonical_release(organisation_id, learner)
+        })
+    }
+
+    /// Checks a release's `signature`: present, of [`ALGORITHM`], naming `organisation_id`, by
+    /// this key, over the bytes `message` makes (called only once the header checks pass).
+    pub fn verify_signed(
+        &self,
+        organisation_id: &str,
+        signature: Option<&pb::ReleaseSignature>,
+        message: impl FnOnce() -> Result<Vec<u8>, SignatureError>,
+    ) -> Result<(), SignatureError> {
+        let sig = signature.ok_or(SignatureError::Unsigned)?;
         if sig.algorithm != ALGORITHM {
             return Err(SignatureError::Algorithm(sig.algorithm.clone()));
         }
@@ -333,9 +346,8 @@ impl VerifyingKey {
                 trusted: self.key_id(),
             });
         }
-        let message = canonical_release(organisation_id, learner)?;
         UnparsedPublicKey::new(&ED25519, &self.bytes)
-            .verify(&message, &sig.signature)
+            .verify(&message()?, &sig.signature)
             .map_err(|_| SignatureError::Mismatch)
     }
 }

@@ -113,6 +113,30 @@ def check_signature(organisation_id: str, learner, public_hex: str) -> str:
     return key_id
 
 
+def check_data_signature(organisation_id: str, release, public_hex: str):
+    """Verifies a data release: the signature covers the body's bytes as received (no
+    re-encoding), framed as in DataRelease's comment in the proto; returns the decoded body."""
+    public = bytes.fromhex(public_hex.strip())
+    sig = release.signature
+    if not release.HasField("signature"):
+        fail("the data release is not signed")
+    if sig.algorithm != "ed25519" or sig.organisation_id != organisation_id:
+        fail(f"data signature by {sig.organisation_id!r} ({sig.algorithm})")
+    if sig.key_id != hashlib.sha256(public).hexdigest()[:32]:
+        fail(f"data release signed with key {sig.key_id}")
+    message = b"".join(
+        struct.pack(">Q", len(part)) + part
+        for part in (b"dpagg.v1.DataRelease/1", organisation_id.encode(), release.body)
+    )
+    try:
+        Ed25519PublicKey.from_public_bytes(public).verify(sig.signature, message)
+    except InvalidSignature:
+        fail("the signature does not match the data release")
+    body = node_pb2.DataReleaseBody()
+    body.ParseFromString(release.body)
+    return body
+
+
 def fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
     sys.exit(1)
@@ -143,6 +167,12 @@ def main() -> None:
             learner = stub.GetLearner(node_pb2.GetLearnerRequest(latest=True), timeout=10)
         except grpc.RpcError as e:
             fail(f"{args.address}: {e.code().name}: {e.details()}")
+        data = stub.GetData(
+            node_pb2.GetDataRequest(
+                spec=node_pb2.DataSpec(kind="histogram", epsilon=0.5, options={"bins": 4.0})
+            ),
+            timeout=10,
+        )
         # A typed status for a spec the node never published.
         try:
             stub.GetLearner(
@@ -176,6 +206,14 @@ def main() -> None:
         fail("unproven guarantee")
     if m.neighbour_relation == node_pb2.NEIGHBOUR_RELATION_UNSPECIFIED:
         fail("no neighbour relation")
+    body = check_data_signature(described.organisation_id, data, public_hex)
+    if body.WhichOneof("payload") != "histograms" or len(body.histograms.features) != len(body.features):
+        fail("the histogram release does not have one histogram per feature")
+    if body.schema_fingerprint != described.schema_fingerprint or body.seeded:
+        fail("the histogram release is of another schema, or seeded")
+    bins = {len(h.positive) for h in body.histograms.features}
+    if bins != {4}:
+        fail(f"expected 4 bins per histogram, got {bins}")
     relation = node_pb2.NeighbourRelation.Name(m.neighbour_relation)
     budget = described.budget
     print(
@@ -183,6 +221,10 @@ def main() -> None:
         f"ε = {m.epsilon}, δ = {m.delta}, {relation}), {dim} weights, signed (key {key_id}); "
         f"budget spent ε = {budget.epsilon_spent:.6f} of {budget.epsilon_total}; "
         f"mechanisms offered: {', '.join(described.mechanisms)}"
+    )
+    print(
+        f"{described.organisation_id}: data release {body.release_id} ({body.mechanism}, "
+        f"ε = {body.epsilon}, δ = {body.delta}), {len(body.features)} histograms, signed"
     )
 
 

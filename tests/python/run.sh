@@ -2,8 +2,8 @@
 # Checks the gRPC contract from another language: compiles proto/dpagg/v1/node.proto with
 # grpcio-tools (from PyPI, into a throw-away virtualenv, with `cryptography` for Ed25519), makes a
 # development federation (`dpagg-node certs init`), starts a real dpagg-node that has published
-# one learner and serves mutual TLS, and runs client.py against it with a client certificate; the
-# client verifies the release's signature. Needs python3 and the release binaries (built here if
+# one learner and one data release (histograms) and serves mutual TLS, and runs client.py against
+# it with a client certificate; the client verifies both signatures. Needs python3 and the release binaries (built here if
 # missing).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -27,6 +27,7 @@ head -61 "$root/data/diabetes.csv" >"$work/org.csv"
 common=(--organisation-id py-org --data "$work/org.csv" --schema "$root/data/diabetes.schema.toml"
   --state-dir "$work/state" --epsilon-total 5 --delta-total 1e-5 --identity "$work/fed/py-org")
 "$node" publish "${common[@]}" --mechanism objective-perturbation --epsilon 1 >/dev/null
+"$node" publish-data "${common[@]}" --kind histogram --epsilon 0.5 --option bins=4 >/dev/null
 "$node" serve "${common[@]}" --listen 127.0.0.1:0 >"$work/out" 2>"$work/log" &
 node_pid=$!
 for _ in $(seq 100); do

@@ -233,6 +233,20 @@ pub fn node_config(
     config
 }
 
+/// The node's budget as `Describe` reports it.
+pub async fn budget(
+    c: &mut dpagg_proto::v1::organisation_node_client::OrganisationNodeClient<
+        tonic::transport::Channel,
+    >,
+) -> dpagg_proto::v1::Budget {
+    c.describe(dpagg_proto::v1::DescribeRequest {})
+        .await
+        .expect("describe")
+        .into_inner()
+        .budget
+        .expect("budget")
+}
+
 /// [`node_config`] for a node serving mutual TLS with the identity folder `identity`, with
 /// `access` (TOML lines of the `[access]` table) appended.
 pub fn tls_node_config(
@@ -354,6 +368,26 @@ impl dpagg_proto::v1::organisation_node_server::OrganisationNode for FakeNode {
         _: tonic::Request<dpagg_proto::v1::PublishLearnerRequest>,
     ) -> Result<tonic::Response<dpagg_proto::v1::PrivateLearner>, tonic::Status> {
         Err(tonic::Status::permission_denied("fake"))
+    }
+    async fn publish_data(
+        &self,
+        _: tonic::Request<dpagg_proto::v1::PublishDataRequest>,
+    ) -> Result<tonic::Response<dpagg_proto::v1::DataRelease>, tonic::Status> {
+        Err(tonic::Status::permission_denied("fake"))
+    }
+    async fn get_data(
+        &self,
+        _: tonic::Request<dpagg_proto::v1::GetDataRequest>,
+    ) -> Result<tonic::Response<dpagg_proto::v1::DataRelease>, tonic::Status> {
+        Err(tonic::Status::not_found("fake"))
+    }
+    async fn list_data(
+        &self,
+        _: tonic::Request<dpagg_proto::v1::ListDataRequest>,
+    ) -> Result<tonic::Response<dpagg_proto::v1::ListDataResponse>, tonic::Status> {
+        Ok(tonic::Response::new(
+            dpagg_proto::v1::ListDataResponse::default(),
+        ))
     }
 }
 

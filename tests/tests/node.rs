@@ -3,11 +3,11 @@
 
 use dpagg_proto::v1::organisation_node_client::OrganisationNodeClient;
 use dpagg_proto::v1::{
-    Budget, DescribeRequest, GetLearnerRequest, LearnerSpec, ListLearnersRequest, PrivateLearner,
+    DescribeRequest, GetLearnerRequest, LearnerSpec, ListLearnersRequest, PrivateLearner,
     PublishLearnerRequest, get_learner_request::Selector,
 };
 use dpagg_tests::{
-    NodeProcess, assert_one_line_error, assert_success, node_config, publish_with_cli, run,
+    NodeProcess, assert_one_line_error, assert_success, budget, node_config, publish_with_cli, run,
 };
 use tonic::Code;
 use tonic::transport::Channel;
@@ -36,15 +36,6 @@ async fn publish(
     c.publish_learner(PublishLearnerRequest { spec: Some(spec) })
         .await
         .map(tonic::Response::into_inner)
-}
-
-async fn budget(c: &mut OrganisationNodeClient<Channel>) -> Budget {
-    c.describe(DescribeRequest {})
-        .await
-        .expect("describe")
-        .into_inner()
-        .budget
-        .expect("budget")
 }
 
 async fn learner_count(c: &mut OrganisationNodeClient<Channel>) -> usize {
