@@ -412,3 +412,100 @@ fn plain_text_and_tls_endpoints_do_not_mix() {
         stderr(&out)
     );
 }
+
+/// `run --train-on synthetic` over mutual TLS: each node's synthetic rows are signed over the
+/// bytes served, checked, pooled with the aggregator's rows and recorded in the signed report;
+/// `verify` checks them too, and a changed byte of a synthetic release fails it.
+#[test]
+fn synthetic_rows_are_signed_pooled_and_verified() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let fed = federation(d, "fed", "org-1,org-2,aggregator");
+    let keys = fed.join("public-keys");
+    let nodes: Vec<NodeProcess> = ["org-1", "org-2"]
+        .iter()
+        .map(|org| NodeProcess::start(&tls_node_config(d, org, &fed.join(org), true, "")))
+        .collect();
+    let urls: Vec<String> = nodes.iter().map(NodeProcess::https_url).collect();
+    let agg = d.join("agg");
+    std::fs::create_dir_all(&agg).expect("mkdir");
+    let config = aggregator_config(
+        &agg,
+        &fed.join("aggregator"),
+        &urls,
+        "publish = true\ntrain_on = \"synthetic\"\nsynthetic_rows = 200\n",
+    );
+    let out = run_aggregator(&agg, &config);
+    assert_success(&out);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("synthetic rows + own rows"), "{table}");
+    assert!(
+        table.contains("the pooled model is") && table.contains("points from the local baseline"),
+        "{table}"
+    );
+    let r = report(&agg);
+    let syn = &r["synthetic"];
+    assert_eq!(syn["synthetic_rows"], 400, "{syn}");
+    for (i, org) in ["org-1", "org-2"].iter().enumerate() {
+        let line = &syn["nodes"][i];
+        assert_eq!(line["status"], "included", "{line}");
+        assert_eq!(line["organisation_id"], *org);
+        assert_eq!(line["signature"]["organisation_id"], *org);
+        assert_eq!(line["epsilon"], 1.0);
+    }
+    let accuracy = syn["accuracy"].as_f64().expect("accuracy");
+    assert!((0.5..=1.0).contains(&accuracy), "{accuracy}");
+    let verify = |path: &Path| {
+        run(
+            "dpagg-aggregator",
+            &[
+                "verify",
+                path.to_str().expect("utf8"),
+                "--signing-keys",
+                keys.to_str().expect("utf8"),
+            ],
+            d,
+        )
+    };
+    let report_path = agg.join("report/report.json");
+    let out = verify(&report_path);
+    assert_success(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("valid: 4 signed release(s)"),
+        "two learners and two synthetic releases: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // One changed byte of a synthetic release's body fails its signature.
+    let mut tampered = r.clone();
+    let body = tampered["synthetic"]["nodes"][0]["release_body"]
+        .as_str()
+        .expect("hex")
+        .to_owned();
+    let flipped = if body.ends_with('0') { '1' } else { '0' };
+    tampered["synthetic"]["nodes"][0]["release_body"] =
+        Value::String(format!("{}{flipped}", &body[..body.len() - 1]));
+    let path = agg.join("tampered.json");
+    std::fs::write(&path, tampered.to_string()).expect("write");
+    let out = verify(&path);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("synthetic.nodes[0]"),
+        "{}",
+        stderr(&out)
+    );
+    // Each node's ledger holds the learner and the synthetic release.
+    let out = run(
+        "dpagg-node",
+        &[
+            "ledger",
+            "--config",
+            d.join("org-1.toml").to_str().expect("utf8"),
+        ],
+        d,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("1 release(s)") && text.contains("1 data release(s)"),
+        "{text}"
+    );
+}

@@ -427,6 +427,7 @@ fn aggregator_config(
         beta: args.beta,
         seed: args.seed,
         test: TestSet::File(test),
+        synthetic: None,
     }
 }
 

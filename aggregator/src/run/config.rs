@@ -39,8 +39,14 @@
 //! seed = 1                              # the aggregator's own randomness: test split, visiting order
 //! test_fraction = 0.2                   # stratified test split of `data` …
 //! # test_file = "test.csv"              # … or a separate test file (then all of `data` trains)
+//!
+//! train_on = "learners"                 # "synthetic": also pool each node's synthetic rows
+//!                                       # (mvn-synthetic-gaussian at the same ε) with own rows
+//! synthetic_rows = 1000                 # rows asked from each node
+//! synthetic_delta = 1e-6                # their δ when the learners' δ is 0
 //! ```
 
+use crate::run::synthetic::{SyntheticRequest, spec_for};
 use clap::ArgMatches;
 use dpagg_shared::cli::{ConfigError, FileSettings, Layers, Origin, Setting};
 use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};
@@ -221,6 +227,27 @@ pub struct Settings {
     /// A separate test file (same schema); then all own data trains.
     #[arg(long, env = "DPAGG_AGG_TEST_FILE")]
     pub test_file: Option<PathBuf>,
+    /// `learners` (mirror averaging), or `synthetic`: also ask each node for synthetic rows at
+    /// the learners' ε (`mvn-synthetic-gaussian`), pool them with the own training rows, train a
+    /// logistic regression and report it beside mirror averaging.
+    #[arg(long, env = "DPAGG_AGG_TRAIN_ON", default_value = "learners")]
+    pub train_on: Option<String>,
+    /// Rows of synthetic data asked from each node (`--train-on synthetic`).
+    #[arg(
+        long,
+        env = "DPAGG_AGG_SYNTHETIC_ROWS",
+        default_value = "1000",
+        allow_negative_numbers = true
+    )]
+    pub synthetic_rows: Option<usize>,
+    /// δ of the synthetic data when the learners' δ is 0 (the Gaussian mechanism needs δ > 0).
+    #[arg(
+        long,
+        env = "DPAGG_AGG_SYNTHETIC_DELTA",
+        default_value = "1e-6",
+        allow_negative_numbers = true
+    )]
+    pub synthetic_delta: Option<f64>,
 }
 
 /// Which release to ask each node for.
@@ -329,6 +356,8 @@ pub struct RunConfig {
     pub seed: u64,
     /// Test set.
     pub test: TestSet,
+    /// `--train-on synthetic`: the synthetic data to ask for.
+    pub synthetic: Option<SyntheticRequest>,
 }
 
 /// The requirement of ε, λ and β.
@@ -383,13 +412,15 @@ impl Settings {
         let nodes = nodes(&mut l, &security)?;
         let lambda = l.require("lambda", |s| s.lambda.take())?;
         let lambda = lambda.check(LAMBDA, positive_lambda)?;
+        let request = request(&mut l, lambda)?;
+        let synthetic = synthetic(&mut l, &request)?;
         Ok(RunConfig {
             data,
             schema,
             nodes,
             out: l.require("out", |s| s.out.take())?.value,
             security,
-            request: request(&mut l, lambda)?,
+            request,
             accept: acceptance(&mut l)?,
             network: network(&mut l)?,
             beta: l
@@ -397,6 +428,7 @@ impl Settings {
                 .check(POSITIVE, positive)?,
             seed: l.require("seed", |s| s.seed.take())?.value,
             test: test_set(&mut l)?,
+            synthetic,
         })
     }
 }
@@ -516,6 +548,38 @@ fn request(l: &mut Given<'_>, lambda: Lambda) -> Result<LearnerRequest, ConfigEr
         spec,
         publish: l.require("publish", |s| s.publish.take())?.value,
     })
+}
+
+/// `train_on`: `None` for learners only, else the synthetic data at the learners' ε.
+fn synthetic(
+    l: &mut Given<'_>,
+    request: &LearnerRequest,
+) -> Result<Option<SyntheticRequest>, ConfigError> {
+    let train_on = l.require("train_on", |s| s.train_on.take())?;
+    let rows = l
+        .require("synthetic_rows", |s| s.synthetic_rows.take())?
+        .check("a whole number in [1, 100000]", |r| {
+            (1..=100_000).contains(r)
+        })?;
+    let delta = l
+        .require("synthetic_delta", |s| s.synthetic_delta.take())?
+        .check("in (0, 1)", |d| *d > 0.0 && *d < 1.0)?;
+    match (train_on.value.as_str(), request) {
+        ("learners", _) => Ok(None),
+        ("synthetic", LearnerRequest::Spec { spec, publish }) => Ok(Some(SyntheticRequest {
+            spec: spec_for(
+                spec.epsilon,
+                if spec.delta > 0.0 { spec.delta } else { delta },
+                rows,
+            ),
+            publish: *publish,
+        })),
+        ("synthetic", LearnerRequest::Latest) => Err(train_on.invalid(
+            "synthetic",
+            "`learners` with latest (synthetic data is asked for at the spec's ε)",
+        )),
+        (other, _) => Err(train_on.invalid(format!("{other:?}"), "`learners` or `synthetic`")),
+    }
 }
 
 /// What a learner must satisfy.

@@ -162,9 +162,9 @@ pub struct NodeOutcome {
 }
 
 /// One attempt's failure: retried if `retry`.
-struct Failure {
-    exclusion: Exclusion,
-    retry: bool,
+pub(crate) struct Failure {
+    pub(crate) exclusion: Exclusion,
+    pub(crate) retry: bool,
 }
 
 /// The message of an error and all its sources, on one line (tonic's top-level transport error
@@ -186,7 +186,7 @@ fn chain(e: &dyn std::error::Error) -> String {
     )
 }
 
-fn from_status(s: &tonic::Status, attempts: u32) -> Failure {
+pub(crate) fn from_status(s: &tonic::Status, attempts: u32) -> Failure {
     let message = clean(
         &s.message().split_whitespace().collect::<Vec<_>>().join(" "),
         MAX_TEXT,
@@ -228,7 +228,7 @@ fn selector(request: &LearnerRequest) -> Selector {
 }
 
 /// Connects to `url`: mutual TLS (returning the certificate's organisation) or plain text.
-async fn connect(
+pub(crate) async fn connect(
     url: &str,
     client: &Client,
     net: Network,
@@ -262,18 +262,14 @@ async fn connect(
     }
 }
 
-/// One attempt; `described` is set as soon as the node has said who it is.
-async fn attempt(
-    url: &str,
-    client: &Client,
-    net: Network,
-    request: &LearnerRequest,
+/// Asks the node who it is and checks the answer against its certificate (`certified`);
+/// `described_as` is set as soon as the node has named a valid organisation id.
+pub(crate) async fn describe_checked(
+    client: &mut OrganisationNodeClient<Channel>,
+    certified: Option<&str>,
     attempts: u32,
-    described_as: &mut Option<String>,
-) -> Result<Fetched, Failure> {
-    let (channel, certified) = connect(url, client, net, attempts).await?;
-    let mut client =
-        OrganisationNodeClient::new(channel).max_decoding_message_size(client.max_reply);
+    described_as: &std::sync::Mutex<Option<String>>,
+) -> Result<pb::DescribeResponse, Failure> {
     let described = client
         .describe(pb::DescribeRequest {})
         .await
@@ -290,14 +286,33 @@ async fn attempt(
             clean(&id, 80)
         )));
     }
-    *described_as = Some(id.clone());
-    if let Some(cert) = &certified
-        && *cert != id
+    if let Ok(mut slot) = described_as.lock() {
+        *slot = Some(id.clone());
+    }
+    if let Some(cert) = certified
+        && cert != id
     {
         return Err(refuse(format!(
             "the node describes itself as {id:?}, but its certificate is {cert:?}'s"
         )));
     }
+    Ok(described)
+}
+
+/// One attempt; `described_as` is set as soon as the node has said who it is.
+async fn attempt(
+    url: &str,
+    client: &Client,
+    net: Network,
+    request: &LearnerRequest,
+    attempts: u32,
+    described_as: &std::sync::Mutex<Option<String>>,
+) -> Result<Fetched, Failure> {
+    let (channel, certified) = connect(url, client, net, attempts).await?;
+    let mut client =
+        OrganisationNodeClient::new(channel).max_decoding_message_size(client.max_reply);
+    let described =
+        describe_checked(&mut client, certified.as_deref(), attempts, described_as).await?;
     let got = client
         .get_learner(pb::GetLearnerRequest {
             selector: Some(selector(request)),
@@ -353,16 +368,32 @@ async fn fetch_with_retries(
     client: &Client,
     described_as: &mut Option<String>,
 ) -> Result<Fetched, Exclusion> {
+    let described = std::sync::Mutex::new(None);
+    let result = retrying(url, net, |attempts| {
+        attempt(url, client, net, request, attempts, &described)
+    })
+    .await;
+    *described_as = described
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    result
+}
+
+/// Runs `once(attempt number)` under the per-attempt timeout, retrying failures that may pass
+/// with exponential backoff, up to `net.retries` further attempts.
+pub(crate) async fn retrying<T, Fut>(
+    url: &str,
+    net: Network,
+    mut once: impl FnMut(u32) -> Fut,
+) -> Result<T, Exclusion>
+where
+    Fut: std::future::Future<Output = Result<T, Failure>>,
+{
     let mut backoff = net.backoff;
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let failure = match tokio::time::timeout(
-            net.timeout,
-            attempt(url, client, net, request, attempts, described_as),
-        )
-        .await
-        {
+        let failure = match tokio::time::timeout(net.timeout, once(attempts)).await {
             Ok(Ok(fetched)) => return Ok(fetched),
             Ok(Err(f)) => f,
             Err(_) => Failure {

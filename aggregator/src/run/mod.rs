@@ -9,6 +9,8 @@
 //! - [`protocol`]: the protocol itself — own data, local baseline, fetch, screen, mirror averaging,
 //!   comparators — producing a [`report::Report`].
 //! - [`report`]: the terminal table, `report.json` and `report.html`.
+//! - [`synthetic`]: `--train-on synthetic` — each node's synthetic rows (seed 003, Gaussian-
+//!   perturbed) pooled with the own training rows, a logistic regression on the pool.
 //! - [`trust`]: signed learners (checked before aggregation), the signed report and its
 //!   offline verification (`dpagg-aggregator verify`).
 //!
@@ -21,6 +23,7 @@ mod config_fuzz;
 pub mod fetch;
 pub mod protocol;
 pub mod report;
+pub mod synthetic;
 pub mod trust;
 pub mod validate;
 

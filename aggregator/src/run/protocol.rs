@@ -13,6 +13,7 @@
 use crate::run::config::{LearnerRequest, RunConfig, Security, TestSet};
 use crate::run::fetch::{Client, Exclusion, NodeOutcome, fetch_all, max_reply_bytes};
 use crate::run::report::{FinalView, NodeReport, Report, split_warnings};
+use crate::run::synthetic::train_on_synthetic;
 use crate::run::trust::{SignatureView, Trust};
 use crate::run::validate::{Context as Check, validate};
 use anyhow::{Context, Result, bail};
@@ -212,6 +213,25 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         node.mixing_weight_with_own = Some(fin.mixing_weights_with_own[k]);
     }
     let accuracy = |c: Candidate| fin.model(c).accuracy(&own.test);
+    let synthetic = match &config.synthetic {
+        None => None,
+        Some(request) => Some(
+            train_on_synthetic(
+                &config.nodes,
+                request,
+                config.network,
+                &client,
+                &Trust::new(&config.security),
+                &config.accept,
+                &own.schema,
+                &own.train,
+                &own.test,
+                config.seed,
+            )
+            .await
+            .context("cannot train on the pooled synthetic rows")?,
+        ),
+    };
     Ok(Report {
         generated_at: rfc3339(now_ms()),
         request: describe_request(&config.request),
@@ -234,6 +254,7 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         summary: Vec::new(),
         warnings,
         nodes,
+        synthetic,
         signed_by: None,
         signature: None,
     }

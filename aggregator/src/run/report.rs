@@ -5,6 +5,7 @@
 //! must not be able to inject markup into the aggregator's report.
 
 use crate::run::fetch::NodeOutcome;
+use crate::run::synthetic::SyntheticView;
 use crate::run::trust::SignatureView;
 use anyhow::{Context, Result};
 use dpagg_shared::Dataset;
@@ -155,6 +156,9 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// One line per node, in the configured order.
     pub nodes: Vec<NodeReport>,
+    /// `--train-on synthetic`: the pooled synthetic rows and the model trained on them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synthetic: Option<SyntheticView>,
     /// The aggregator's organisation (from its certificate), when it signs the report.
     pub signed_by: Option<String>,
     /// The aggregator's signature over this report (`dpagg-aggregator verify`; see
@@ -350,6 +354,40 @@ impl Report {
                 line.name, line.accuracy, line.ci95[0], line.ci95[1]
             );
         }
+        if let Some(syn) = &self.synthetic {
+            let _ = writeln!(
+                s,
+                "synthetic data asked for: {}; {} synthetic + {} own rows pooled, λ = {}",
+                syn.spec,
+                syn.synthetic_rows,
+                syn.pooled_rows - syn.synthetic_rows,
+                syn.lambda
+            );
+            let points = |other: f64| 100.0 * (syn.accuracy - other);
+            let _ = writeln!(
+                s,
+                "  the pooled model is {:+.1} points from the local baseline and {:+.1} from mirror averaging; the final model is chosen without it{}",
+                points(self.local_baseline_accuracy),
+                points(self.mirror_averaged_accuracy),
+                if syn.accuracy < self.local_baseline_accuracy {
+                    " (here the synthetic rows made the pooled model worse than your own rows alone)"
+                } else {
+                    ""
+                }
+            );
+            for n in &syn.nodes {
+                let _ = writeln!(
+                    s,
+                    "  {:<28} {:<18} {:<9} {:<32} {:>6} rows  {}",
+                    n.endpoint,
+                    n.organisation_id.as_deref().unwrap_or("–"),
+                    n.status,
+                    n.release_id.as_deref().unwrap_or("–"),
+                    n.rows,
+                    n.exclusion.as_deref().unwrap_or("")
+                );
+            }
+        }
         for w in &self.warnings {
             let _ = writeln!(s, "warning: {w}");
         }
@@ -382,7 +420,7 @@ impl Report {
 
     /// The accuracies of the summary, in report order (the tuned local model first).
     pub fn accuracies(&self) -> Vec<(&'static str, f64)> {
-        vec![
+        let mut lines = vec![
             (
                 "local baseline (tuned, own data only)",
                 self.local_baseline_accuracy,
@@ -399,7 +437,11 @@ impl Report {
             ("stacking", self.stacking_accuracy),
             ("uniform average", self.uniform_average_accuracy),
             ("best single learner", self.best_single_accuracy),
-        ]
+        ];
+        if let Some(s) = &self.synthetic {
+            lines.push(("synthetic rows + own rows (pooled)", s.accuracy));
+        }
+        lines
     }
 
     /// `model.json`: the final model's weights, ready to use, with its provenance.
@@ -455,6 +497,39 @@ impl Report {
         format!(
             "<table><tr><th>candidate</th><th>CV accuracy (own training rows)</th><th>CV gain over local, points ± s.e.</th><th>test accuracy</th></tr>\n{rows}</table>\n<p>A candidate other than local is chosen only if its cross-validated gain exceeds its standard error; the local model's λ = {} and the stacker's λ = {} were chosen by 5-fold cross-validation on the own training rows. Weights of the final model: <code>model.json</code>.</p>",
             self.final_model.local_lambda, self.final_model.stacking_lambda
+        )
+    }
+
+    /// The `--train-on synthetic` section (empty without it).
+    fn synthetic_html(&self) -> String {
+        let Some(syn) = &self.synthetic else {
+            return String::new();
+        };
+        let mut rows = String::new();
+        for n in &syn.nodes {
+            let _ = writeln!(
+                rows,
+                "<tr><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td class=\"reason\">{}</td></tr>",
+                esc(&n.endpoint),
+                esc(n.organisation_id.as_deref().unwrap_or("–")),
+                n.status,
+                n.status,
+                esc(n.release_id.as_deref().unwrap_or("–")),
+                opt(n.epsilon, 3),
+                delta_text(n.delta),
+                n.rows,
+                esc(n.exclusion.as_deref().unwrap_or("")),
+            );
+        }
+        format!(
+            "<h2>Synthetic data</h2>\n<p>Asked for: {}. {} synthetic rows pooled with {} own training rows; a logistic regression (λ = {} by cross-validation on the pool) reaches {:.3} on the own test rows (mirror averaging: {:.3}; local baseline: {:.3}). Each organisation spent the same ε on its synthetic rows as on its learner.</p>\n<table><tr><th>endpoint</th><th>organisation</th><th>status</th><th>release</th><th>ε</th><th>δ</th><th>rows</th><th>excluded because</th></tr>\n{rows}</table>\n",
+            esc(&syn.spec),
+            syn.synthetic_rows,
+            syn.pooled_rows - syn.synthetic_rows,
+            syn.lambda,
+            syn.accuracy,
+            self.mirror_averaged_accuracy,
+            self.local_baseline_accuracy,
         )
     }
 
@@ -545,7 +620,7 @@ without looking at the test rows), scored on the test rows.</p>
 <table><tr><th>endpoint</th><th>organisation</th><th>status</th><th>release</th><th>mechanism</th><th>ε</th><th>δ</th><th>accuracy</th><th>mixing weight λ<sub>m</sub></th><th>excluded because</th></tr>
 {rows}</table>
 <p>The own learner's mixing weight when added as an expert: {own:.4}.</p>
-</body></html>
+{synthetic}</body></html>
 "#,
             generated = esc(&self.generated_at),
             request = esc(&self.request),
@@ -562,6 +637,7 @@ without looking at the test rows), scored on the test rows.</p>
             chart = bar_chart(&bars),
             rows = rows,
             own = self.own_learner_mixing_weight,
+            synthetic = self.synthetic_html(),
         )
     }
 }
@@ -706,6 +782,7 @@ mod tests {
                 signature: None,
                 release_protobuf: None,
             }],
+            synthetic: None,
             signed_by: None,
             signature: None,
         }

@@ -82,7 +82,42 @@ impl Trust {
         organisation: &str,
         learner: &pb::PrivateLearner,
     ) -> Result<Option<SignatureView>, Exclusion> {
-        let key = match &self.keys {
+        let key = self.key_for(organisation)?;
+        match (key, &learner.signature) {
+            (Some(key), _) => key
+                .verify(organisation, learner)
+                .map_err(|e| Exclusion::Signature(clean(&e.to_string(), MAX_TEXT)))?,
+            (None, Some(_)) => tracing::warn!(
+                organisation,
+                "a signed learner was accepted without checking: no key for its organisation"
+            ),
+            (None, None) => {}
+        }
+        Ok(learner.signature.as_ref().map(SignatureView::from))
+    }
+
+    /// [`Trust::check`] for a data release: the signature over its body as served
+    /// ([`dpagg_proto::data`]).
+    pub fn check_data(
+        &self,
+        organisation: &str,
+        release: &pb::DataRelease,
+    ) -> Result<Option<SignatureView>, Exclusion> {
+        match (self.key_for(organisation)?, &release.signature) {
+            (Some(key), _) => dpagg_proto::data::verify(&key, organisation, release)
+                .map_err(|e| Exclusion::Signature(clean(&e.to_string(), MAX_TEXT)))?,
+            (None, Some(_)) => tracing::warn!(
+                organisation,
+                "a signed data release was accepted without checking: no key for its organisation"
+            ),
+            (None, None) => {}
+        }
+        Ok(release.signature.as_ref().map(SignatureView::from))
+    }
+
+    /// The trusted key of `organisation`: required with TLS, optional in plain text.
+    fn key_for(&self, organisation: &str) -> Result<Option<VerifyingKey>, Exclusion> {
+        Ok(match &self.keys {
             Some(dir) => {
                 let path = key_path(dir, organisation).map_err(Exclusion::Signature)?;
                 if path.exists() {
@@ -100,19 +135,68 @@ impl Trust {
                 }
             }
             None => None,
-        };
-        match (key, &learner.signature) {
-            (Some(key), _) => key
-                .verify(organisation, learner)
-                .map_err(|e| Exclusion::Signature(clean(&e.to_string(), MAX_TEXT)))?,
-            (None, Some(_)) => tracing::warn!(
-                organisation,
-                "a signed learner was accepted without checking: no key for its organisation"
-            ),
-            (None, None) => {}
-        }
-        Ok(learner.signature.as_ref().map(SignatureView::from))
+        })
     }
+}
+
+/// Checks the signed data releases of a `--train-on synthetic` report (none without it): each
+/// included body verifies with its organisation's key and matches its report line.
+fn verify_synthetic(
+    report: &serde_json::Value,
+    origin: &str,
+    keys: &Path,
+) -> Result<Vec<(String, String)>, String> {
+    let Some(nodes) = report["synthetic"]["nodes"].as_array() else {
+        return Ok(Vec::new());
+    };
+    let mut releases = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        if node["status"] != "included" {
+            continue;
+        }
+        let at = |what: &str| format!("{origin}: synthetic.nodes[{i}]: {what}");
+        let org = node["organisation_id"]
+            .as_str()
+            .ok_or_else(|| at("no organisation_id"))?;
+        let body = node["release_body"]
+            .as_str()
+            .and_then(unhex)
+            .ok_or_else(|| at("no release_body"))?;
+        let sig: SignatureView = serde_json::from_value(node["signature"].clone())
+            .map_err(|_| at("unsigned (a plain-text run?)"))?;
+        let bytes = unhex(&sig.signature).ok_or_else(|| at("the signature is not hex"))?;
+        let key = VerifyingKey::load(&key_path(keys, org).map_err(|e| at(&e))?)
+            .map_err(|e| at(&e.to_string()))?;
+        if sig.organisation_id != org {
+            return Err(at(&format!(
+                "signed by {:?}, not {org:?}",
+                sig.organisation_id
+            )));
+        }
+        key.verify_bytes(
+            &dpagg_proto::data::signed_bytes(org, &body),
+            &sig.key_id,
+            &bytes,
+        )
+        .map_err(|e| at(&format!("the synthetic release of {org:?}: {e}")))?;
+        let decoded = pb::DataReleaseBody::decode(body.as_slice())
+            .map_err(|e| at(&format!("release_body does not decode ({e})")))?;
+        let recorded = [
+            (
+                "release_id",
+                node["release_id"] == decoded.release_id.as_str(),
+            ),
+            ("epsilon", node["epsilon"].as_f64() == Some(decoded.epsilon)),
+            ("delta", node["delta"].as_f64() == Some(decoded.delta)),
+        ];
+        if let Some((field, _)) = recorded.iter().find(|(_, same)| !same) {
+            return Err(at(&format!(
+                "`{field}` differs from the signed release of {org:?}"
+            )));
+        }
+        releases.push((org.to_owned(), decoded.release_id));
+    }
+    Ok(releases)
 }
 
 /// The canonical bytes of a report: `REPORT_DOMAIN` then its JSON without the `signature` key,
@@ -210,6 +294,7 @@ pub fn verify_report(path: &Path, keys: &Path) -> Result<Verified, String> {
         }
         releases.push((org.to_owned(), m.release_id.clone()));
     }
+    releases.extend(verify_synthetic(&report, &origin.to_string(), keys)?);
     let signature: SignatureView = serde_json::from_value(report["signature"].clone())
         .map_err(|_| format!("{origin}: the report is not signed (no `signature`)"))?;
     let signer = report["signed_by"].as_str().unwrap_or_default();
