@@ -1,4 +1,5 @@
-//! The command line of `experiment`: its subcommands `paper` and `variants` and their flags.
+//! The command line of `experiment`: its subcommands (`paper`, `variants`, `learners`, `utility`,
+//! `synthetic`) and their flags.
 //!
 //! Only clap declarations live here. The settings a flag chooses (normalisation, point law) are
 //! defined with the setups they change, in [`super::setups`]; [`PaperArgs::setup`] turns the flags
@@ -29,6 +30,9 @@ pub(super) enum Command {
     /// Is joining worth it? Tuned local, every final-model candidate, the final model, the
     /// trusted curator and centralised non-private, per dataset and ε (issue 12).
     Utility(UtilityArgs),
+    /// Synthetic data (seed 003) against mirror averaging at equal ε: every node's
+    /// `mvn-synthetic-gaussian` rows pooled with the aggregator's, per dataset and ε (issue 14).
+    Synthetic(SyntheticArgs),
 }
 
 /// Arguments of `experiment paper`.
@@ -116,4 +120,28 @@ pub(super) struct UtilityArgs {
     /// errors in cross-validation) [default: the aggregator's].
     #[arg(long)]
     pub(super) select_z: Option<f64>,
+}
+
+/// Arguments of `experiment synthetic`.
+#[derive(Debug, clap::Args)]
+pub(super) struct SyntheticArgs {
+    /// Output folder (created if missing).
+    #[arg(long)]
+    pub(super) out: PathBuf,
+    /// Trials (fresh splits and noise) per scenario [default: 100, or 3 with --quick].
+    #[arg(long)]
+    pub(super) trials: Option<usize>,
+    /// Master seed (simulation only: seeded noise gives no privacy).
+    #[arg(long, default_value_t = 1)]
+    pub(super) seed: u64,
+    /// Comma-separated privacy levels (ε of each node's release, learner or synthetic rows).
+    #[arg(long, value_delimiter = ',', default_value = "0.5,1,2,5")]
+    pub(super) epsilons: Vec<f64>,
+    /// Synthetic rows per node of the second synthetic column (the first releases as many rows
+    /// as the node has).
+    #[arg(long, default_value_t = 1000)]
+    pub(super) fixed_rows: usize,
+    /// A smoke run: 3 trials (unless --trials is given) at ε = 1 only.
+    #[arg(long, conflicts_with = "epsilons")]
+    pub(super) quick: bool,
 }

@@ -42,7 +42,7 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 /// The scenarios, in table order.
-const SCENARIOS: [&str; 4] = ["diabetes", "breast-cancer", "synthetic", "clinic"];
+pub(super) const SCENARIOS: [&str; 4] = ["diabetes", "breast-cancer", "synthetic", "clinic"];
 
 /// The columns of a run, in table order.
 const COLUMNS: [&str; 8] = [
@@ -57,26 +57,26 @@ const COLUMNS: [&str; 8] = [
 ];
 
 /// Seed-path purposes.
-const SPLIT: u64 = 20;
-const NOISE: u64 = 21;
-const SELECT: u64 = 22;
+pub(super) const SPLIT: u64 = 20;
+pub(super) const NOISE: u64 = 21;
+pub(super) const SELECT: u64 = 22;
 
 /// One trial's rows.
-struct Split {
-    own: Dataset,
-    nodes: Vec<Dataset>,
-    test: Dataset,
+pub(super) struct Split {
+    pub(super) own: Dataset,
+    pub(super) nodes: Vec<Dataset>,
+    pub(super) test: Dataset,
 }
 
 /// The data a scenario draws its trials from.
-enum Source {
+pub(super) enum Source {
     Real(Bundled, Dataset),
     Synthetic(SyntheticData),
     Clinic,
 }
 
 impl Source {
-    fn of(name: &str, seed: u64) -> Result<Self> {
+    pub(super) fn of(name: &str, seed: u64) -> Result<Self> {
         Ok(match name {
             "diabetes" => Self::Real(Bundled::Diabetes, Bundled::Diabetes.load().0),
             "breast-cancer" => Self::Real(Bundled::BreastCancer, Bundled::BreastCancer.load().0),
@@ -90,7 +90,7 @@ impl Source {
     }
 
     /// Trial `trial`'s split; organisation 1 aggregates.
-    fn split(&self, seed: u64, path: &[u64]) -> Result<Split> {
+    pub(super) fn split(&self, seed: u64, path: &[u64]) -> Result<Split> {
         let mut rng = derived_rng(seed, path);
         let (test, parts) = match self {
             Self::Real(b, data) => {
@@ -129,7 +129,7 @@ struct Run {
 }
 
 /// Objective perturbation (the default) at `epsilon` on `data`, with seeded noise.
-fn private_learner(epsilon: f64, data: &Dataset, seed: u64) -> Result<LinearClassifier> {
+pub(super) fn private_learner(epsilon: f64, data: &Dataset, seed: u64) -> Result<LinearClassifier> {
     let m = MechanismKind::ObjectivePerturbation.build(epsilon, 0.0, Lambda::Auto)?;
     Ok(m.release(data, &mut NoiseSource::seeded(seed))?.classifier)
 }
@@ -237,14 +237,14 @@ pub(super) fn run(args: UtilityArgs) -> Result<()> {
 
 /// A paired difference over trials: mean and 95 % interval.
 #[derive(Debug, Clone, Copy)]
-struct Paired {
-    mean: f64,
-    low: f64,
-    high: f64,
+pub(super) struct Paired {
+    pub(super) mean: f64,
+    pub(super) low: f64,
+    pub(super) high: f64,
 }
 
 impl Paired {
-    fn of(diffs: &[f64]) -> Self {
+    pub(super) fn of(diffs: &[f64]) -> Self {
         let s = Summary::of(diffs);
         let half = 1.96 * s.sd / (diffs.len() as f64).sqrt();
         Self {
@@ -322,22 +322,40 @@ fn runs_csv(runs: &[Run]) -> Result<Vec<u8>> {
 fn summary_csv(cells: &[Cell]) -> Result<Vec<u8>> {
     let mut lines = Vec::new();
     for c in cells {
-        for (name, s) in COLUMNS.iter().zip(&c.columns) {
-            lines.push(vec![
-                c.scenario.to_owned(),
-                eps(c.epsilon),
+        lines.extend(summary_lines(
+            c.scenario, c.epsilon, c.trials, &COLUMNS, &c.columns,
+        ));
+    }
+    Ok(csv_text(&SUMMARY_HEADER, &lines)?)
+}
+
+/// The header of a summary CSV (`utility.csv`, `synthetic.csv`).
+pub(super) const SUMMARY_HEADER: [&str; 7] =
+    ["scenario", "epsilon", "model", "mean", "sd", "se", "trials"];
+
+/// One cell's lines of a summary CSV: per model, its mean, sd and standard error over `trials`.
+pub(super) fn summary_lines(
+    scenario: &str,
+    epsilon: f64,
+    trials: usize,
+    models: &[&str],
+    columns: &[Summary],
+) -> Vec<Vec<String>> {
+    models
+        .iter()
+        .zip(columns)
+        .map(|(name, s)| {
+            vec![
+                scenario.to_owned(),
+                eps(epsilon),
                 (*name).to_owned(),
                 num(s.mean),
                 num(s.sd),
-                num(s.sd / (c.trials as f64).sqrt()),
-                c.trials.to_string(),
-            ]);
-        }
-    }
-    Ok(csv_text(
-        &["scenario", "epsilon", "model", "mean", "sd", "se", "trials"],
-        &lines,
-    )?)
+                num(s.sd / (trials as f64).sqrt()),
+                trials.to_string(),
+            ]
+        })
+        .collect()
 }
 
 fn paired_csv(cells: &[Cell]) -> Result<Vec<u8>> {
@@ -377,7 +395,7 @@ fn paired_csv(cells: &[Cell]) -> Result<Vec<u8>> {
 }
 
 /// Points of a paired difference, e.g. `+4.9 [+4.5, +5.3]`.
-fn points(p: Paired) -> String {
+pub(super) fn points(p: Paired) -> String {
     format!(
         "{:+.1} [{:+.1}, {:+.1}]",
         100.0 * p.mean,
