@@ -26,7 +26,10 @@ impl fmt::Display for Num {
 /// `x` rounded to `digits` decimals when that is short, otherwise [`Num`] (for spent budgets,
 /// which the ledger shows to 6 decimals).
 pub fn fixed(x: f64, digits: usize) -> String {
-    if x == 0.0 || !x.is_finite() || (1e-4..1e15).contains(&x.abs()) {
+    if x == 0.0 {
+        // −0.0 (e.g. an RDP conversion that rounds to zero) prints as 0, not "-0.000000".
+        format!("{:.digits$}", 0.0)
+    } else if !x.is_finite() || (1e-4..1e15).contains(&x.abs()) {
         format!("{x:.digits$}")
     } else {
         Num(x).to_string()
@@ -63,6 +66,7 @@ mod tests {
     fn fixed_keeps_ordinary_numbers_at_their_digits() {
         assert_eq!(fixed(1.0, 6), "1.000000");
         assert_eq!(fixed(0.0, 6), "0.000000");
+        assert_eq!(fixed(-0.0, 6), "0.000000");
         assert_eq!(fixed(1e308, 6), "1e308");
         assert_eq!(fixed(1e-300, 6), "1e-300");
     }
