@@ -43,8 +43,6 @@ fn main() -> ExitCode {
         |_: &Command| "warn",
         |command, matches, out| match command {
             Command::Run(c) => c.run(matches, out),
-            // The lab prints with println! for now (except `privacy`, through `out`); a closed
-            // stdout still panics there.
             Command::Lab(c) => c.run(out),
         },
     )

@@ -118,6 +118,34 @@ fn simulate_writes_summary_and_runs() {
     );
 }
 
+/// `dpagg-aggregator simulate … | head -1` (and the lab's other printing commands): a reader
+/// that goes away is a clean exit, never a panic, and the output files are still written.
+#[test]
+fn lab_commands_with_a_closed_stdout_are_a_clean_exit() {
+    use dpagg_tests::{ClosePipe, assert_clean_exit_on_closed_stdout, run_closing_stdout};
+    let dir = tempfile::tempdir().expect("tempdir");
+    for close in [ClosePipe::AfterFirstLine, ClosePipe::Immediately] {
+        let _ = fs::remove_dir_all(dir.path().join("res"));
+        let args = [
+            "simulate",
+            "--dataset",
+            "diabetes",
+            "--epsilon",
+            "1",
+            "--trials",
+            "2",
+            "--out",
+            "res",
+        ];
+        let (_, out) = run_closing_stdout("dpagg-aggregator", &args, dir.path(), close);
+        assert_clean_exit_on_closed_stdout(&out);
+        assert!(dir.path().join("res/runs.csv").is_file(), "{close:?}");
+        let (_, out) =
+            run_closing_stdout("dpagg-aggregator", &["bench", "--quick"], dir.path(), close);
+        assert_clean_exit_on_closed_stdout(&out);
+    }
+}
+
 /// `--private-normalisation` prints the pooled constants and their ε, changes the run, and
 /// refuses data without a schema.
 #[test]

@@ -9,6 +9,7 @@
 
 use anyhow::Result;
 use dpagg_shared::aggregate::{MirrorAveraging, reference_weights};
+use dpagg_shared::cli::Out;
 use dpagg_shared::data::dataset::{Dataset, dot};
 use dpagg_shared::data::synthetic::SyntheticSpec;
 use dpagg_shared::learn::logistic::Penalty;
@@ -17,6 +18,7 @@ use dpagg_shared::privacy::mechanism::{Lambda, MechanismKind, ObjectivePerturbat
 use dpagg_shared::privacy::noise::{NoiseSource, derived_rng, sample_gamma_ball};
 use dpagg_shared::simulation::{DataSource, SimulationConfig, run as run_simulation};
 use rand::RngExt;
+use std::io::Write;
 use std::time::Instant;
 
 /// Arguments of `bench`.
@@ -74,7 +76,7 @@ fn sweep(d: &Dataset, theta: &[f64]) -> f64 {
         .sum()
 }
 
-fn bench_fit(n: usize, p: usize, target: Option<f64>) -> Result<()> {
+fn bench_fit(stdout: &mut Out, n: usize, p: usize, target: Option<f64>) -> Result<()> {
     let d = data(n, p, 1);
     let theta = vec![0.1; p];
     let _ = sweep(&d, &theta); // warm caches and the thread pool
@@ -96,17 +98,18 @@ fn bench_fit(n: usize, p: usize, target: Option<f64>) -> Result<()> {
     let target = target.map_or_else(String::new, |t| {
         format!("  target {t:.2} s → {:.2}× target", t_fit / t)
     });
-    println!(
+    writeln!(
+        stdout,
         "fit {n:>8} × {p:<3}: {t_fit:8.4} s, {:2} passes ({} Newton its), sweep {t_sweep:.4} s → {:5.1} sweeps, {:4.2}× the floor of its passes{target}",
         fit.passes,
         fit.iterations,
         t_fit / t_sweep,
         t_fit / (t_sweep * fit.passes as f64)
-    );
+    )?;
     Ok(())
 }
 
-fn bench_mirror(m: usize, n: usize, p: usize, target: Option<f64>) -> Result<()> {
+fn bench_mirror(stdout: &mut Out, m: usize, n: usize, p: usize, target: Option<f64>) -> Result<()> {
     let d = data(n, p, 3);
     let mut rng = derived_rng(4, &[m as u64]);
     let experts: Vec<Vec<f64>> = (0..m)
@@ -121,14 +124,15 @@ fn bench_mirror(m: usize, n: usize, p: usize, target: Option<f64>) -> Result<()>
     let target = target.map_or_else(String::new, |tg| {
         format!("  target {tg:.2} s → {:.2}× target", t / tg)
     });
-    println!(
+    writeln!(
+        stdout,
         "mirror averaging {m:>5} learners × {n} rows × {p}: {t:8.4} s, serial eq. 15–16 ≈ {t_naive:8.3} s → {:5.1}× faster{target}",
         t_naive / t
-    );
+    )?;
     Ok(())
 }
 
-fn bench_sweep(trials: usize, target: Option<f64>) -> Result<()> {
+fn bench_sweep(stdout: &mut Out, trials: usize, target: Option<f64>) -> Result<()> {
     let config = SimulationConfig {
         dataset: "synthetic".into(),
         source: DataSource::Synthetic(SyntheticSpec::default()),
@@ -150,26 +154,30 @@ fn bench_sweep(trials: usize, target: Option<f64>) -> Result<()> {
     let target = target.map_or_else(String::new, |tg| {
         format!("  target {tg:.2} s → {:.2}× target", t / tg)
     });
-    println!("synthetic sweep 100 orgs × 10 ε × {trials} trials: {t:8.3} s{target}");
+    writeln!(
+        stdout,
+        "synthetic sweep 100 orgs × 10 ε × {trials} trials: {t:8.3} s{target}"
+    )?;
     Ok(())
 }
 
 /// Runs `bench`.
-pub fn run(args: Args) -> Result<()> {
-    println!(
+pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
+    writeln!(
+        stdout,
         "dpagg bench on {} threads (fits and mirror averaging: best of {REPEATS} runs)",
         rayon::current_num_threads()
-    );
+    )?;
     if args.quick {
-        bench_fit(10_000, 20, None)?;
-        bench_mirror(100, 10_000, 20, None)?;
-        return bench_sweep(1, None);
+        bench_fit(stdout, 10_000, 20, None)?;
+        bench_mirror(stdout, 100, 10_000, 20, None)?;
+        return bench_sweep(stdout, 1, None);
     }
-    bench_fit(10_000, 20, None)?;
-    bench_fit(100_000, 20, None)?;
-    bench_fit(1_000_000, 20, Some(0.25))?;
-    bench_fit(200_000, 100, None)?;
-    bench_mirror(100, 100_000, 20, None)?;
-    bench_mirror(1_000, 100_000, 20, Some(0.5))?;
-    bench_sweep(20, Some(10.0))
+    bench_fit(stdout, 10_000, 20, None)?;
+    bench_fit(stdout, 100_000, 20, None)?;
+    bench_fit(stdout, 1_000_000, 20, Some(0.25))?;
+    bench_fit(stdout, 200_000, 100, None)?;
+    bench_mirror(stdout, 100, 100_000, 20, None)?;
+    bench_mirror(stdout, 1_000, 100_000, 20, Some(0.5))?;
+    bench_sweep(stdout, 20, Some(10.0))
 }

@@ -12,9 +12,10 @@
 use crate::run::config::{LearnerRequest, Network};
 use crate::run::fetch::{Client, fetch_all};
 use anyhow::{Context, Result, bail};
+use dpagg_shared::cli::Out;
 use dpagg_shared::data::bundled::Bundled;
 use dpagg_shared::privacy::mechanism::{LearnerSpec, MechanismKind};
-use std::io::BufRead;
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -130,7 +131,7 @@ async fn best_of_three(
 }
 
 /// `bench-fetch`.
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
     if args.nodes == 0 || args.concurrency == 0 {
         bail!("--nodes and --concurrency must be at least 1");
     }
@@ -172,21 +173,29 @@ pub fn run(args: Args) -> Result<()> {
             .iter_mut()
             .map(|c| listening_url(c, mode))
             .collect::<Result<Vec<_>>>()?;
-        println!(
+        writeln!(
+            stdout,
             "bench-fetch ({}): {} dpagg-node processes listening after {:.2} s",
             label(mode),
             urls.len(),
             started.elapsed().as_secs_f64()
-        );
-        times.push(runtime.block_on(publish_then_time(&urls, args.concurrency, &client, mode))?);
+        )?;
+        times.push(runtime.block_on(publish_then_time(
+            stdout,
+            &urls,
+            args.concurrency,
+            &client,
+            mode,
+        ))?);
         drop(fleet);
     }
-    println!(
+    writeln!(
+        stdout,
         "mutual TLS / plain text, concurrent collection: {:.2}× ({:.3} s vs {:.3} s)",
         times[1] / times[0],
         times[1],
         times[0]
-    );
+    )?;
     Ok(())
 }
 
@@ -230,6 +239,7 @@ fn request(publish: bool) -> LearnerRequest {
 /// Has every node publish its learner, then times collecting them concurrently and one node at
 /// a time, prints both against the target and returns the concurrent time.
 async fn publish_then_time(
+    stdout: &mut Out,
     urls: &[String],
     concurrency: usize,
     client: &Client,
@@ -250,24 +260,27 @@ async fn publish_then_time(
     let fetch = request(false);
     let (concurrent, ok_c) = best_of_three(urls, &fetch, network(concurrency), client).await;
     let (sequential, ok_s) = best_of_three(urls, &fetch, network(1), client).await;
-    println!(
+    writeln!(
+        stdout,
         "{}: collect from {} nodes, concurrency {:>3}: {concurrent:.3} s (best of 3), {ok_c}/{} learners",
         label(mode),
         urls.len(),
         concurrency,
         urls.len()
-    );
-    println!(
+    )?;
+    writeln!(
+        stdout,
         "{}: collect from {} nodes, sequential     : {sequential:.3} s (best of 3), {ok_s}/{} learners → concurrent is {:.1}× faster",
         label(mode),
         urls.len(),
         urls.len(),
         sequential / concurrent
-    );
-    println!(
+    )?;
+    writeln!(
+        stdout,
         "target 1.00 s for 100 nodes → {:.2}× target",
         concurrent / 1.0
-    );
+    )?;
     if ok_c != urls.len() || ok_s != urls.len() {
         bail!("some nodes did not answer during the benchmark");
     }

@@ -22,6 +22,7 @@ use dpagg_node::access::AccessPolicy;
 use dpagg_node::config::{NodeConfig, Policy, Transport};
 use dpagg_node::node::Node;
 use dpagg_node::transport::Security as NodeSecurity;
+use dpagg_shared::cli::Out;
 use dpagg_shared::data::bundled::Bundled;
 use dpagg_shared::data::clinic::{
     CLINIC_DIM, CLINIC_HOSPITAL_ROWS, CLINIC_OWN_ROWS, CLINIC_TEST_ROWS, clinic_rows,
@@ -30,9 +31,11 @@ use dpagg_shared::privacy::guarantee::PrivacyGuarantee;
 use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};
 use dpagg_shared::privacy::noise::derived_rng;
 use rand::seq::SliceRandom;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
 
 /// Arguments of `demo`.
 #[derive(Debug, clap::Args)]
@@ -291,7 +294,7 @@ fn copy_public_keys(dir: &Path, out: &Path) -> Result<()> {
 }
 
 /// `demo`: K nodes, one aggregator, one report.
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
     let started = Instant::now();
     if args.nodes == 0 {
         bail!("--nodes must be at least 1");
@@ -348,7 +351,10 @@ pub fn run(args: Args) -> Result<()> {
             )
         })
         .collect::<Result<Vec<_>>>()?;
-    println!(
+    // A reader that went away (`| head -1`) does not stop the run: the report is still
+    // written, and the closed pipe is reported after it.
+    let mut printed = writeln!(
+        stdout,
         "{} nodes published {} at ε = {} (each charged to its own ledger)",
         nodes.len(),
         args.mechanism,
@@ -367,20 +373,25 @@ pub fn run(args: Args) -> Result<()> {
             signing_keys: federation.join(dpagg_node::certs::PUBLIC_KEYS_DIR),
         };
     }
-    let mut report = runtime.block_on(serve_and_run(nodes, config))?;
+    let (listeners, urls) = runtime.block_on(listen(&nodes))?;
+    printed = printed.and_then(|()| writeln!(stdout, "serving on {}", urls.join(" ")));
+    config.nodes = urls;
+    let mut report = runtime.block_on(serve_and_run(nodes.into_iter().zip(listeners), config))?;
     if !args.insecure {
         crate::run::sign(&mut report, &federation.join(AGGREGATOR))?;
         copy_public_keys(work.path(), &args.out)?;
     }
-    print!("{}", report.table());
+    printed = printed.and_then(|()| write!(stdout, "{}", report.table()));
     report.write(&args.out)?;
-    println!(
+    printed?;
+    writeln!(
+        stdout,
         "wrote {}, {} and {} in {:.1} s",
         args.out.join("report.json").display(),
         args.out.join("model.json").display(),
         args.out.join("report.html").display(),
         started.elapsed().as_secs_f64()
-    );
+    )?;
     Ok(())
 }
 
@@ -431,14 +442,12 @@ fn aggregator_config(
     }
 }
 
-/// Serves every node on 127.0.0.1 with an ephemeral port, runs the aggregator (`config` with
-/// the nodes' URLs) against them, then shuts the nodes down.
-async fn serve_and_run(nodes: Vec<(Node, NodeSecurity)>, mut config: RunConfig) -> Result<Report> {
-    let (stop, stopped) = tokio::sync::watch::channel(false);
+/// A listener on 127.0.0.1 with an ephemeral port for every node, and the URLs to dial them.
+async fn listen(nodes: &[(Node, NodeSecurity)]) -> Result<(Vec<TcpListener>, Vec<String>)> {
+    let mut listeners = Vec::new();
     let mut urls = Vec::new();
-    let mut servers = Vec::new();
-    for (node, security) in nodes {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+    for (_, security) in nodes {
+        let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .context("cannot listen on 127.0.0.1")?;
         let scheme = if security.tls.is_some() {
@@ -447,6 +456,20 @@ async fn serve_and_run(nodes: Vec<(Node, NodeSecurity)>, mut config: RunConfig) 
             "http"
         };
         urls.push(format!("{scheme}://{}", listener.local_addr()?));
+        listeners.push(listener);
+    }
+    Ok((listeners, urls))
+}
+
+/// Serves every node on its listener, runs the aggregator against them (`config.nodes` are
+/// their URLs) and stops the servers.
+async fn serve_and_run(
+    nodes: impl IntoIterator<Item = ((Node, NodeSecurity), TcpListener)>,
+    config: RunConfig,
+) -> Result<Report> {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut servers = Vec::new();
+    for ((node, security), listener) in nodes {
         let mut stopped = stopped.clone();
         let shutdown = async move {
             let _ = stopped.wait_for(|s| *s).await;
@@ -458,8 +481,6 @@ async fn serve_and_run(nodes: Vec<(Node, NodeSecurity)>, mut config: RunConfig) 
             shutdown,
         )));
     }
-    println!("serving on {}", urls.join(" "));
-    config.nodes = urls;
     let report = crate::run::protocol::execute(&config).await;
     let _ = stop.send(true);
     for s in servers {

@@ -37,14 +37,15 @@ pub enum Command {
 }
 
 impl Command {
-    /// Runs the subcommand; `privacy` prints through `out`, the others with `println!` for now.
+    /// Runs the subcommand, printing through `out` (a closed stdout is an error that
+    /// [`dpagg_shared::cli`] turns into a quiet exit, never a panic).
     pub fn run(self, out: &mut Out) -> Result<()> {
         match self {
-            Self::Demo(args) => demo::run(*args),
-            Self::Simulate(args) => simulate::run(*args),
-            Self::Experiment(args) => experiment::run_command(args),
-            Self::Bench(args) => bench::run(args),
-            Self::BenchFetch(args) => bench_fetch::run(args),
+            Self::Demo(args) => demo::run(*args, out),
+            Self::Simulate(args) => simulate::run(*args, out),
+            Self::Experiment(args) => experiment::run_command(args, out),
+            Self::Bench(args) => bench::run(args, out),
+            Self::BenchFetch(args) => bench_fetch::run(args, out),
             Self::Privacy(args) => privacy::run(args, out),
         }
     }

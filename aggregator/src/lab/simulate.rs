@@ -1,6 +1,7 @@
 //! `dpagg-aggregator simulate`: command-line front end of [`dpagg_shared::simulation`].
 
 use anyhow::{Context, Result, bail};
+use dpagg_shared::cli::Out;
 use dpagg_shared::data::bundled::Bundled;
 use dpagg_shared::data::csv::{RawRows, load_csv, load_csv_with_raw};
 use dpagg_shared::data::normalise::MapMode;
@@ -15,6 +16,8 @@ use dpagg_shared::simulation::{
 use dpagg_shared::util::files::atomic_write;
 use dpagg_shared::util::stats::Summary;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 
 /// Arguments of `simulate`.
@@ -110,9 +113,10 @@ struct Source {
     map: Option<(String, MapMode)>,
 }
 
-/// The schema with centres and scales from the organisations' pooled private moments, and a
-/// note of what they cost.
+/// The schema with centres and scales from the organisations' pooled private moments; a note
+/// of what they cost goes into `note` (printed with the table).
 fn private_schema(
+    note: &mut String,
     schema: &Schema,
     raw: &RawRows,
     orgs: usize,
@@ -133,23 +137,25 @@ fn private_schema(
         args.seed,
     )
     .context("cannot make the private normalisation")?;
-    println!(
+    writeln!(
+        note,
         "normalisation: centres and scales pooled from {orgs} organisations' private moments \
          (Gaussian mechanism, ε = {epsilon}, δ = {} each): every organisation spends this on top \
          of its learners' ε",
         args.normalisation_delta
-    );
+    )?;
     for (f, (centre, scale)) in schema.features.iter().zip(&constants) {
-        println!(
+        writeln!(
+            note,
             "  {:<28} center {centre:>12.5}  scale {scale:>12.5}",
             f.name
-        );
+        )?;
     }
     Ok(schema)
 }
 
 /// Resolves the data source from the arguments.
-fn source(args: &Args) -> Result<Source> {
+fn source(args: &Args, note: &mut String) -> Result<Source> {
     if args.dataset == "synthetic" {
         if args.schema.is_some() {
             bail!("--schema applies to CSV datasets, not to synthetic data");
@@ -177,7 +183,8 @@ fn source(args: &Args) -> Result<Source> {
         let (data, _report) = match args.private_normalisation {
             None => b.load(),
             Some(epsilon) => {
-                let schema = private_schema(&b.schema(), &b.load_raw(), split.orgs, epsilon, args)?;
+                let schema =
+                    private_schema(note, &b.schema(), &b.load_raw(), split.orgs, epsilon, args)?;
                 b.load_with(&schema)
             }
         };
@@ -202,7 +209,7 @@ fn source(args: &Args) -> Result<Source> {
     let mut schema = Schema::load(schema_path)?;
     if let Some(epsilon) = args.private_normalisation {
         let (_, raw, _) = load_csv_with_raw(&path, &schema)?;
-        schema = private_schema(&schema, &raw, args.orgs.unwrap_or(10), epsilon, args)?;
+        schema = private_schema(note, &schema, &raw, args.orgs.unwrap_or(10), epsilon, args)?;
     }
     let (data, report) = load_csv(&path, &schema)?;
     if report.total_clipped() > 0 {
@@ -227,13 +234,14 @@ fn source(args: &Args) -> Result<Source> {
 }
 
 /// Runs `simulate`.
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
+    let mut note = String::new();
     let Source {
         name,
         data: source,
         orgs: default_orgs,
         map,
-    } = source(&args)?;
+    } = source(&args, &mut note)?;
     let lambda = match map {
         Some((schema, MapMode::Paper)) => args.lambda.for_paper_map(&schema),
         _ => args.lambda,
@@ -288,7 +296,7 @@ pub fn run(args: Args) -> Result<()> {
     bar.set_prefix(format!("simulate {name}"));
     let (summary, runs) = run_simulation(&config, &|| bar.inc(1))?;
     bar.finish_and_clear();
-    print_table(&summary);
+    let printed = write!(stdout, "{note}").and_then(|()| print_table(stdout, &summary));
     let json = serde_json::to_vec_pretty(&summary).context("cannot serialise the summary")?;
     let summary_path = out.join("summary.json");
     atomic_write(&summary_path, &json)
@@ -297,11 +305,13 @@ pub fn run(args: Args) -> Result<()> {
     let csv = runs_csv(&runs).context("cannot serialise runs")?;
     atomic_write(&runs_path, &csv)
         .with_context(|| format!("cannot write {}", runs_path.display()))?;
-    println!(
+    printed?;
+    writeln!(
+        stdout,
         "\nwrote {} and {}",
         summary_path.display(),
         runs_path.display()
-    );
+    )?;
     Ok(())
 }
 
@@ -309,7 +319,7 @@ fn cell(s: &Summary) -> String {
     format!("{:.3} ± {:.3}", s.mean, s.sd)
 }
 
-fn print_table(s: &SimulationSummary) {
+fn print_table(stdout: &mut Out, s: &SimulationSummary) -> std::io::Result<()> {
     let lambda = match (s.lambda_auto, s.local_baseline) {
         (true, LocalBaseline::Tuned) => "auto; non-private learners tuned".to_owned(),
         (true, LocalBaseline::Fixed) => format!("auto; non-private learners {}", s.lambda),
@@ -319,28 +329,33 @@ fn print_table(s: &SimulationSummary) {
         || format!("{} rows", s.rows_per_org),
         |sizes| format!("{sizes:?} rows"),
     );
-    println!(
+    writeln!(
+        stdout,
         "{} — {} organisations × {rows}, {} trials, {} (λ = {lambda}, β = {}, seed {})",
         s.dataset, s.orgs, s.trials, s.mechanism, s.beta, s.seed
-    );
-    println!(
+    )?;
+    writeln!(
+        stdout,
         "local and centralised: {}",
         match s.local_baseline {
             LocalBaseline::Tuned =>
                 "non-private, λ tuned by 5-fold cross-validation on their own rows",
             LocalBaseline::Fixed => "non-private at the fixed λ above (the paper's baseline)",
         }
-    );
-    println!(
+    )?;
+    writeln!(
+        stdout,
         "centralised (all training data, non-private): {:.3}\n",
         s.centralised_accuracy
-    );
-    println!(
+    )?;
+    writeln!(
+        stdout,
         "{:>6} {:>8} {:>8} | {:>15} {:>15} {:>15} {:>15} | {:>15}",
         "ε", "δ", "λ", "local", "private learner", "aggregate", "non-private agg", "improved orgs"
-    );
+    )?;
     for r in &s.rows {
-        println!(
+        writeln!(
+            stdout,
             "{:>6} {:>8} {:>8} | {:>15} {:>15} {:>15} {:>15} | {:>15}",
             r.epsilon,
             r.delta,
@@ -354,6 +369,7 @@ fn print_table(s: &SimulationSummary) {
                 "{:.1} ± {:.1} / {}",
                 r.improved_orgs.mean, r.improved_orgs.sd, s.orgs
             )
-        );
+        )?;
     }
+    Ok(())
 }

@@ -17,6 +17,7 @@ use super::harness::{create_out, write, write_figure};
 use super::learner_data::{self, LearnerData, Split, purpose};
 use super::tables;
 use anyhow::{Result, bail};
+use dpagg_shared::cli::Out;
 use dpagg_shared::data::dataset::Dataset;
 use dpagg_shared::learn::solver::fit_logistic;
 use dpagg_shared::privacy::mechanism::lambda::NON_PRIVATE_LAMBDA;
@@ -25,6 +26,7 @@ use dpagg_shared::privacy::noise::{NoiseSource, derive_seed};
 use dpagg_shared::util::stats::Summary;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
+use std::io::Write as _;
 use std::time::Instant;
 
 /// δ of the (ε, δ) learners.
@@ -123,7 +125,7 @@ pub(super) struct Outcome {
 }
 
 /// Runs `experiment learners`.
-pub(super) fn run(args: LearnersArgs) -> Result<()> {
+pub(super) fn run(args: LearnersArgs, stdout: &mut Out) -> Result<()> {
     let start = Instant::now();
     if args.trials == 0 {
         bail!("--trials must be at least 1");
@@ -158,12 +160,14 @@ pub(super) fn run(args: LearnersArgs) -> Result<()> {
         outcomes.extend(per_trial.into_iter().flatten());
     }
     bar.finish_and_clear();
-    write_outputs(&args, &datasets, &outcomes, &splits_lines)?;
-    println!(
+    let md = write_outputs(&args, &datasets, &outcomes, &splits_lines)?;
+    write!(stdout, "{md}")?;
+    writeln!(
+        stdout,
         "\nwrote learners.csv, learners_trials.csv, learners.md, figures, splits.csv and synthetic.csv to {} in {:.1} s",
         args.out.display(),
         start.elapsed().as_secs_f64()
-    );
+    )?;
     Ok(())
 }
 
@@ -303,12 +307,13 @@ fn trial_line(o: &Outcome) -> Vec<String> {
     ]
 }
 
+/// Writes every output file of `experiment learners`; returns the Markdown table to print.
 fn write_outputs(
     args: &LearnersArgs,
     datasets: &[LearnerData],
     outcomes: &[Outcome],
     splits_lines: &[Vec<String>],
-) -> Result<()> {
+) -> Result<String> {
     let out = &args.out;
     let cells = cells(args, datasets, outcomes);
     let lines: Vec<Vec<String>> = cells.iter().map(tables::learners_line).collect();
@@ -333,7 +338,6 @@ fn write_outputs(
     }
     let md = tables::learners_markdown(&cells, &args.epsilons, args.trials, args.seed);
     write(out, "learners.md", md.as_bytes())?;
-    print!("{md}");
     for size in ["org", "all"] {
         let panels = datasets
             .iter()
@@ -342,5 +346,5 @@ fn write_outputs(
         let stem = format!("learners_{size}");
         write_figure(out, &stem, &figures::figure(&stem, panels, 620))?;
     }
-    Ok(())
+    Ok(md)
 }

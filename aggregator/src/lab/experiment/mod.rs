@@ -65,14 +65,15 @@ pub use args::Args;
 
 use anyhow::Result;
 use args::Command;
+use dpagg_shared::cli::Out;
 
 /// Runs `experiment`.
-pub fn run_command(args: Args) -> Result<()> {
+pub fn run_command(args: Args, stdout: &mut Out) -> Result<()> {
     match args.command {
-        Command::Paper(a) => paper::run(a),
-        Command::Variants(a) => variants::run(a),
-        Command::Learners(a) => learners::run(a),
-        Command::Utility(a) => utility::run(a),
-        Command::Synthetic(a) => synthetic::run(a),
+        Command::Paper(a) => paper::run(a, stdout),
+        Command::Variants(a) => variants::run(a, stdout),
+        Command::Learners(a) => learners::run(a, stdout),
+        Command::Utility(a) => utility::run(a, stdout),
+        Command::Synthetic(a) => synthetic::run(a, stdout),
     }
 }

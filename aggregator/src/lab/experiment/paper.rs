@@ -13,8 +13,10 @@ use super::mechanisms::mechanism_points;
 use super::setups::{Data, Setup};
 use super::tables;
 use anyhow::Result;
+use dpagg_shared::cli::Out;
 use dpagg_shared::simulation::runs_csv;
 use indicatif::ProgressBar;
+use std::io::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
@@ -22,7 +24,7 @@ use std::time::Instant;
 const SWEEP_STEMS: [&str; 3] = ["fig3_synthetic", "fig4_breast_cancer", "fig5_diabetes"];
 
 /// Runs `experiment paper`.
-pub(super) fn run(args: PaperArgs) -> Result<()> {
+pub(super) fn run(args: PaperArgs, stdout: &mut Out) -> Result<()> {
     let start = Instant::now();
     let setup = args.setup();
     let out = &args.out;
@@ -52,12 +54,13 @@ pub(super) fn run(args: PaperArgs) -> Result<()> {
         "paper_vs_ours.csv",
         &figures::csv_text(&tables::PAPER_VS_OURS_HEADER, &cmp)?,
     )?;
-    print_paper_vs_ours(&setup, &cmp);
-    println!(
+    print_paper_vs_ours(stdout, &setup, &cmp)?;
+    writeln!(
+        stdout,
         "\nwrote figures, tables and runs to {} in {:.1} s",
         out.display(),
         start.elapsed().as_secs_f64()
-    );
+    )?;
     Ok(())
 }
 
@@ -150,8 +153,13 @@ fn write_fig6(
 }
 
 /// Prints the setup and the paper's numbers beside ours.
-fn print_paper_vs_ours(setup: &Setup, cmp: &[Vec<String>]) {
-    println!(
+fn print_paper_vs_ours(
+    stdout: &mut Out,
+    setup: &Setup,
+    cmp: &[Vec<String>],
+) -> std::io::Result<()> {
+    writeln!(
+        stdout,
         "seed 001 §5 reproduction: {} trials, seed {}, λ = {}{}, {} normalisation, {} synthetic points\n",
         setup.trials,
         setup.seed,
@@ -161,9 +169,10 @@ fn print_paper_vs_ours(setup: &Setup, cmp: &[Vec<String>]) {
             .map_or_else(String::new, |l| format!(" (local {l})")),
         setup.normalisation.name(),
         setup.points.name()
-    );
-    println!("{:<72} {:>10} {:>22}", "quantity", "paper", "ours");
+    )?;
+    writeln!(stdout, "{:<72} {:>10} {:>22}", "quantity", "paper", "ours")?;
     for l in cmp {
-        println!("{:<72} {:>10} {:>22}", l[0], l[1], l[2]);
+        writeln!(stdout, "{:<72} {:>10} {:>22}", l[0], l[1], l[2])?;
     }
+    Ok(())
 }

@@ -54,6 +54,7 @@ use super::utility::{self, NOISE, Paired, SELECT, SPLIT, Source, points, private
 use crate::run::synthetic::{pool, spec_for};
 use anyhow::{Context, Result, bail};
 use dpagg_shared::aggregate::select::{Candidate, SelectionConfig, choose_final, tuned_logistic};
+use dpagg_shared::cli::Out;
 use dpagg_shared::data::bundled::Bundled;
 use dpagg_shared::data::csv::{RawRows, read_csv_with_raw};
 use dpagg_shared::data::dataset::Dataset;
@@ -64,6 +65,7 @@ use dpagg_shared::privacy::synthetic::mvn_release::from_unit_cube;
 use dpagg_shared::util::stats::Summary;
 use rayon::prelude::*;
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::time::Instant;
 
 /// The scenarios, in table order (a subset of `experiment utility`'s).
@@ -405,7 +407,7 @@ fn trial(k: usize, sc: &Scenario, settings: &Settings, trial: usize) -> Result<V
 }
 
 /// Runs `experiment synthetic`.
-pub(super) fn run(args: SyntheticArgs) -> Result<()> {
+pub(super) fn run(args: SyntheticArgs, stdout: &mut Out) -> Result<()> {
     let settings = Settings::of(&args)?;
     create_out(&args.out)?;
     let start = Instant::now();
@@ -434,12 +436,13 @@ pub(super) fn run(args: SyntheticArgs) -> Result<()> {
     write(out, "synthetic_paired.csv", &paired_csv(&cells)?)?;
     let md = markdown(&cells, &settings);
     write(out, "synthetic.md", md.as_bytes())?;
-    print!("{md}");
-    println!(
+    write!(stdout, "{md}")?;
+    writeln!(
+        stdout,
         "wrote synthetic_runs.csv, synthetic.csv, synthetic_paired.csv and synthetic.md to {} in {:.1} s",
         out.display(),
         start.elapsed().as_secs_f64()
-    );
+    )?;
     Ok(())
 }
 

@@ -26,6 +26,7 @@ use super::harness::{create_out, progress_bar, write, write_figure};
 use super::plot::{Line, Mark, PALETTE, Panel, Series, Shape};
 use anyhow::{Context, Result, anyhow};
 use dpagg_shared::aggregate::select::{Candidate, SelectionConfig, choose_final, tuned_logistic};
+use dpagg_shared::cli::Out;
 use dpagg_shared::data::bundled::Bundled;
 use dpagg_shared::data::clinic::{
     CLINIC_HOSPITAL_ROWS, CLINIC_HOSPITALS, CLINIC_OWN_ROWS, CLINIC_TEST_ROWS, clinic_rows,
@@ -39,6 +40,7 @@ use dpagg_shared::privacy::noise::{NoiseSource, derive_seed, derived_rng};
 use dpagg_shared::util::stats::Summary;
 use rayon::prelude::*;
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::time::Instant;
 
 /// The scenarios, in table order.
@@ -182,7 +184,7 @@ fn trial(scenario: usize, source: &Source, args: &UtilityArgs, trial: usize) -> 
 }
 
 /// Runs `experiment utility`.
-pub(super) fn run(args: UtilityArgs) -> Result<()> {
+pub(super) fn run(args: UtilityArgs, stdout: &mut Out) -> Result<()> {
     let sweep = &args.sweep;
     if sweep.trials < 2 {
         return Err(anyhow!(
@@ -226,12 +228,13 @@ pub(super) fn run(args: UtilityArgs) -> Result<()> {
         "utility",
         &figures::figure("utility", panels(&cells), 520),
     )?;
-    print!("{md}");
-    println!(
+    write!(stdout, "{md}")?;
+    writeln!(
+        stdout,
         "wrote utility_runs.csv, utility.csv, utility_paired.csv, utility.md and utility.png to {} in {:.1} s",
         sweep.out.display(),
         start.elapsed().as_secs_f64()
-    );
+    )?;
     Ok(())
 }
 

@@ -11,8 +11,10 @@ use super::harness::{create_out, progress_bar, simulate, write};
 use super::setups::{Data, Normalisation, Points, Setup};
 use super::tables;
 use anyhow::Result;
+use dpagg_shared::cli::Out;
 use dpagg_shared::data::bundled::Bundled;
 use indicatif::ProgressBar;
+use std::io::Write as _;
 use std::time::Instant;
 
 /// One variant of the investigation: a name, what it changes, and the setup.
@@ -105,7 +107,7 @@ fn shown_epsilons(data: Data) -> &'static [f64] {
 }
 
 /// Runs `experiment variants`.
-pub(super) fn run(args: VariantsArgs) -> Result<()> {
+pub(super) fn run(args: VariantsArgs, stdout: &mut Out) -> Result<()> {
     let start = Instant::now();
     let out = &args.out;
     create_out(out)?;
@@ -127,13 +129,14 @@ pub(super) fn run(args: VariantsArgs) -> Result<()> {
     write(out, "variants.csv", &figures::csv_text(&header, &lines)?)?;
     let md = table.join("\n") + "\n";
     write(out, "variants.md", md.as_bytes())?;
-    println!("{md}");
-    println!(
+    writeln!(stdout, "{md}")?;
+    writeln!(
+        stdout,
         "wrote {} and {} in {:.1} s",
         out.join("variants.csv").display(),
         out.join("variants.md").display(),
         start.elapsed().as_secs_f64()
-    );
+    )?;
     Ok(())
 }
 
