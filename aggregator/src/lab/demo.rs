@@ -402,7 +402,7 @@ fn requested_guarantee(spec: &LearnerSpec) -> Result<PrivacyGuarantee> {
 }
 
 /// The aggregator's settings for the demo: its own `data`, the nodes' `schema`, the `test` file,
-/// and no nodes yet ([`serve_and_run`] adds them once they listen).
+/// and no nodes yet (their URLs are added once [`listen`] has bound them).
 fn aggregator_config(
     args: &Args,
     spec: &LearnerSpec,
