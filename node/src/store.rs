@@ -460,20 +460,12 @@ impl Store {
         after: Option<PageKey>,
         limit: usize,
     ) -> Result<(Vec<PublishedLearner>, Option<PageKey>), StoreError> {
-        let (ms, rowid) = after.map_or((i64::MAX, i64::MAX), |k| (k.created_unix_ms, k.rowid));
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let mut rows = self.query_keyed(
-            "SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json, rowid FROM releases WHERE (created_unix_ms, rowid) < (?1, ?2) ORDER BY created_unix_ms DESC, rowid DESC LIMIT ?3",
-            rusqlite::params![ms, rowid, limit.saturating_add(1)],
-        )?;
-        let more = rows.len() as i64 > limit;
-        rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-        let next = if more {
-            rows.last().map(|(key, _)| *key)
-        } else {
-            None
-        };
-        Ok((rows.into_iter().map(|(_, r)| r).collect(), next))
+        paged(after, limit, |ms, rowid, fetch| {
+            self.query_keyed(
+                "SELECT release_id, created_unix_ms, spec_json, schema_fingerprint, weights, metadata_json, rowid FROM releases WHERE (created_unix_ms, rowid) < (?1, ?2) ORDER BY created_unix_ms DESC, rowid DESC LIMIT ?3",
+                params![ms, rowid, fetch],
+            )
+        })
     }
 
     /// One release by id.
@@ -742,20 +734,12 @@ impl Store {
         after: Option<PageKey>,
         limit: usize,
     ) -> Result<(Vec<StoredData>, Option<PageKey>), StoreError> {
-        let (ms, rowid) = after.map_or((i64::MAX, i64::MAX), |k| (k.created_unix_ms, k.rowid));
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let mut rows = self.query_data(
-            "SELECT release_id, created_unix_ms, kind, body, epsilon, delta, relation, rowid FROM data_releases WHERE (created_unix_ms, rowid) < (?1, ?2) ORDER BY created_unix_ms DESC, rowid DESC LIMIT ?3",
-            params![ms, rowid, limit.saturating_add(1)],
-        )?;
-        let more = rows.len() as i64 > limit;
-        rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-        let next = if more {
-            rows.last().map(|(key, _)| *key)
-        } else {
-            None
-        };
-        Ok((rows.into_iter().map(|(_, r)| r).collect(), next))
+        paged(after, limit, |ms, rowid, fetch| {
+            self.query_data(
+                "SELECT release_id, created_unix_ms, kind, body, epsilon, delta, relation, rowid FROM data_releases WHERE (created_unix_ms, rowid) < (?1, ?2) ORDER BY created_unix_ms DESC, rowid DESC LIMIT ?3",
+                params![ms, rowid, fetch],
+            )
+        })
     }
 
     fn query_data<P: rusqlite::Params>(
@@ -1009,6 +993,27 @@ fn release_id() -> Result<String, StoreError> {
         .try_fill_bytes(&mut bytes)
         .map_err(|e| StoreError::Entropy(e.to_string()))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// One page of a newest-first listing: `query(ms, rowid, fetch)` returns up to `fetch` rows
+/// strictly before the position (ms, rowid); one row more than `limit` is fetched to learn
+/// whether a next page exists, whose key is then the last row kept.
+fn paged<T>(
+    after: Option<PageKey>,
+    limit: usize,
+    query: impl FnOnce(i64, i64, i64) -> Result<Vec<(PageKey, T)>, StoreError>,
+) -> Result<(Vec<T>, Option<PageKey>), StoreError> {
+    let (ms, rowid) = after.map_or((i64::MAX, i64::MAX), |k| (k.created_unix_ms, k.rowid));
+    let limit_i64 = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut rows = query(ms, rowid, limit_i64.saturating_add(1))?;
+    let more = rows.len() > limit;
+    rows.truncate(limit);
+    let next = if more {
+        rows.last().map(|(key, _)| *key)
+    } else {
+        None
+    };
+    Ok((rows.into_iter().map(|(_, r)| r).collect(), next))
 }
 
 #[cfg(test)]
