@@ -495,30 +495,39 @@ impl Store {
             .collect())
     }
 
+    /// Runs a read-only query on the reader connection, mapping every row with `map`.
+    fn read<T, P: rusqlite::Params>(
+        &self,
+        sql: &str,
+        params: P,
+        map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, StoreError> {
+        let conn = self
+            .reader
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut stmt = conn.prepare_cached(sql).map_err(|e| self.err(e))?;
+        let rows = stmt.query_map(params, map).map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
     /// [`Store::query`] with each release's position in the newest-first order.
     fn query_keyed<P: rusqlite::Params>(
         &self,
         sql: &str,
         params: P,
     ) -> Result<Vec<(PageKey, PublishedLearner)>, StoreError> {
-        let conn = self
-            .reader
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut stmt = conn.prepare_cached(sql).map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params, |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, Vec<u8>>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, i64>(6)?,
-                ))
-            })
-            .map_err(|e| self.err(e))?;
+        let rows = self.read(sql, params, |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, Vec<u8>>(4)?,
+                r.get::<_, String>(5)?,
+                r.get::<_, i64>(6)?,
+            ))
+        })?;
         let mut out = Vec::new();
         for row in rows {
             let (
@@ -529,7 +538,7 @@ impl Store {
                 weights,
                 metadata_json,
                 rowid,
-            ) = row.map_err(|e| self.err(e))?;
+            ) = row;
             let key = PageKey {
                 created_unix_ms,
                 rowid,
@@ -747,29 +756,21 @@ impl Store {
         sql: &str,
         params: P,
     ) -> Result<Vec<(PageKey, StoredData)>, StoreError> {
-        let conn = self
-            .reader
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut stmt = conn.prepare_cached(sql).map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params, |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, Vec<u8>>(3)?,
-                    r.get::<_, f64>(4)?,
-                    r.get::<_, f64>(5)?,
-                    r.get::<_, String>(6)?,
-                    r.get::<_, i64>(7)?,
-                ))
-            })
-            .map_err(|e| self.err(e))?;
+        let rows = self.read(sql, params, |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, Vec<u8>>(3)?,
+                r.get::<_, f64>(4)?,
+                r.get::<_, f64>(5)?,
+                r.get::<_, String>(6)?,
+                r.get::<_, i64>(7)?,
+            ))
+        })?;
         let mut out = Vec::new();
         for row in rows {
-            let (release_id, created_unix_ms, kind, body, epsilon, delta, relation, rowid) =
-                row.map_err(|e| self.err(e))?;
+            let (release_id, created_unix_ms, kind, body, epsilon, delta, relation, rowid) = row;
             let relation = parse_relation(&relation).ok_or_else(|| StoreError::Corrupt {
                 path: self.path.display().to_string(),
                 release_id: release_id.clone(),
