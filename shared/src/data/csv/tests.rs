@@ -1,0 +1,286 @@
+//! Tests of the CSV loader: formats, errors with their lines, the maps.
+use super::*;
+
+const SCHEMA: &str = r#"
+name = "toy"
+[label]
+column = "outcome"
+positive = "pos"
+negative = "neg"
+[[features]]
+name = "glucose"
+lo = 0.0
+hi = 200.0
+[[features]]
+name = "age"
+lo = 20.0
+hi = 90.0
+"#;
+
+fn schema() -> Schema {
+    Schema::from_toml_str(SCHEMA, "toy.schema.toml").expect("valid schema")
+}
+
+fn read(text: &str) -> Result<(Dataset, LoadReport), DataError> {
+    read_csv(text.as_bytes(), "data.csv", &schema())
+}
+
+/// Asserts the error is one line, starts with `data.csv:{line}` and mentions `needle`.
+fn check_msg(e: &DataError, line: u64, needle: &str) {
+    let msg = e.to_string();
+    assert!(!msg.contains('\n'), "{msg}");
+    assert!(msg.starts_with(&format!("data.csv:{line}:")), "{msg}");
+    assert!(msg.contains(needle), "{msg} should contain {needle}");
+}
+
+#[test]
+fn loads_quoted_reordered_with_extra_columns() {
+    let text = "\"age\",\"id\",\"outcome\",\"glucose\"\n55,\"a\",\"pos\",100\n 20 , b , neg , 250\n90,c,pos,-1e3\n";
+    let (d, report) = read(text).expect("loads");
+    assert_eq!(d.len(), 3);
+    assert_eq!(d.dim(), 3);
+    assert_eq!(d.labels(), &[1.0, -1.0, 1.0]);
+    let r3 = 3f64.sqrt();
+    // glucose 100 → 0, age 55 → 0, intercept 1: all divided by sqrt(3).
+    let want = [0.0, 0.0, 1.0 / r3];
+    assert!(
+        d.row(0)
+            .iter()
+            .zip(want)
+            .all(|(a, b)| (a - b).abs() < 1e-15),
+        "{:?}",
+        d.row(0)
+    );
+    // glucose 250 clipped to 200 → +1, age 20 → −1.
+    let want = [1.0 / r3, -1.0 / r3, 1.0 / r3];
+    assert!(
+        d.row(1)
+            .iter()
+            .zip(want)
+            .all(|(a, b)| (a - b).abs() < 1e-15),
+        "{:?}",
+        d.row(1)
+    );
+    assert_eq!(report.rows, 3);
+    assert_eq!(
+        report.clipped,
+        vec![("glucose".to_owned(), 2), ("age".to_owned(), 0)]
+    );
+    assert_eq!(report.total_clipped(), 2);
+    assert_eq!(report.ignored, vec!["id".to_owned()]);
+    assert!(d.max_row_norm() <= 1.0);
+}
+
+#[test]
+fn accepts_crlf_bom_and_blank_trailing_line() {
+    let text = "\u{feff}glucose,age,outcome\r\n100,30,neg\r\n\r\n";
+    let (d, report) = read(text).expect("loads");
+    assert_eq!(d.len(), 1);
+    assert_eq!(report.rows, 1);
+}
+
+#[test]
+fn load_csv_reads_a_file_and_names_a_missing_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("data.csv");
+    std::fs::write(&p, "glucose,age,outcome\n100,30,neg\n").expect("write");
+    let (d, _) = load_csv(&p, &schema()).expect("loads");
+    assert_eq!(d.len(), 1);
+    let missing = dir.path().join("nope.csv");
+    let e = load_csv(&missing, &schema()).expect_err("missing");
+    assert!(matches!(e, DataError::Io { .. }), "{e:?}");
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with(&format!("{}: cannot read", missing.display())),
+        "{msg}"
+    );
+    assert!(!msg.contains('\n'));
+}
+
+#[test]
+fn empty_file() {
+    for text in ["", "\n", "\n\n"] {
+        let e = read(text).expect_err("empty");
+        assert!(matches!(e, DataError::Empty { .. }), "{text:?}: {e:?}");
+        check_msg(&e, 1, "empty file");
+    }
+}
+
+#[test]
+fn header_only() {
+    for text in [
+        "glucose,age,outcome",
+        "glucose,age,outcome\n",
+        "glucose,age,outcome\n\n",
+    ] {
+        let e = read(text).expect_err("no rows");
+        assert!(matches!(e, DataError::NoRows { .. }), "{e:?}");
+        check_msg(&e, 1, "no data rows");
+    }
+}
+
+#[test]
+fn missing_feature_column() {
+    let e = read("glucose,outcome\n1,pos\n").expect_err("missing");
+    assert!(
+        matches!(
+            e,
+            DataError::MissingColumn {
+                role: "feature",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    check_msg(&e, 1, "column `age`");
+}
+
+#[test]
+fn missing_label_column() {
+    let e = read("glucose,age,label\n1,30,pos\n").expect_err("missing");
+    assert!(
+        matches!(e, DataError::MissingColumn { role: "label", .. }),
+        "{e:?}"
+    );
+    check_msg(&e, 1, "column `outcome`");
+}
+
+#[test]
+fn duplicate_used_column() {
+    let e = read("glucose,age,glucose,outcome\n1,30,2,pos\n").expect_err("ambiguous");
+    assert!(matches!(e, DataError::DuplicateColumn { .. }), "{e:?}");
+    check_msg(&e, 1, "column `glucose`");
+    // A repeated column the schema does not use is harmless.
+    read("x,glucose,age,x,outcome\n0,1,30,0,pos\n").expect("loads");
+}
+
+#[test]
+fn wrong_field_count() {
+    let e = read("glucose,age,outcome\n1,30,pos\n2,31\n").expect_err("short");
+    assert!(
+        matches!(
+            e,
+            DataError::FieldCount {
+                line: 3,
+                expected: 3,
+                found: 2,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    check_msg(&e, 3, "expected 3 fields");
+    let e = read("glucose,age,outcome\n1,30,pos,extra\n").expect_err("long");
+    assert!(
+        matches!(
+            e,
+            DataError::FieldCount {
+                line: 2,
+                found: 4,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn non_numeric_value() {
+    let e = read("glucose,age,outcome\n1,30,pos\n1,30,neg\nabc,30,pos\n").expect_err("nan");
+    assert!(matches!(e, DataError::NotANumber { line: 4, .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "data.csv:4: column `glucose`: not a number: \"abc\""
+    );
+    let e = read("glucose,age,outcome\n1,,pos\n").expect_err("empty");
+    assert!(matches!(e, DataError::NotANumber { line: 2, .. }), "{e:?}");
+    check_msg(&e, 2, "column `age`");
+    // Long values are truncated, embedded newlines stay escaped.
+    let long = "x".repeat(500);
+    let e = read(&format!("glucose,age,outcome\n\"{long}\n\",30,pos\n")).expect_err("long");
+    let msg = e.to_string();
+    assert!(msg.len() < 200 && !msg.contains('\n'), "{msg}");
+}
+
+#[test]
+fn line_numbers_count_multiline_quoted_fields() {
+    let e =
+        read("glucose,age,outcome\n1,30,\"pos\"\n\"1\",\"3\n0\",neg\n7,x,pos\n").expect_err("bad");
+    // Record 2 spans lines 3–4 (and its age is not a number either): it is reported first.
+    assert!(matches!(e, DataError::NotANumber { line: 3, .. }), "{e:?}");
+    let e = read("glucose,age,outcome\n1,30,\"p\nos\"\n7,x,pos\n").expect_err("bad");
+    assert!(
+        matches!(e, DataError::UnknownLabel { line: 2, .. }),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn nan_value() {
+    for v in ["NaN", "nan"] {
+        let e = read(&format!("glucose,age,outcome\n1,30,pos\n{v},30,pos\n")).expect_err("nan");
+        assert!(matches!(e, DataError::NotFinite { line: 3, .. }), "{e:?}");
+        check_msg(&e, 3, "column `glucose`");
+        assert!(e.to_string().contains("finite"));
+    }
+}
+
+#[test]
+fn infinite_value() {
+    for v in ["inf", "-inf", "infinity", "1e400"] {
+        let e = read(&format!("glucose,age,outcome\n1,{v},neg\n")).expect_err("inf");
+        assert!(
+            matches!(e, DataError::NotFinite { line: 2, .. }),
+            "{v}: {e:?}"
+        );
+        check_msg(&e, 2, "column `age`");
+    }
+}
+
+#[test]
+fn unknown_label_value() {
+    let e = read("glucose,age,outcome\n1,30,pos\n1,30,maybe\n").expect_err("label");
+    assert!(
+        matches!(e, DataError::UnknownLabel { line: 3, .. }),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "data.csv:3: column `outcome`: unknown label \"maybe\" (allowed: \"pos\" for +1, \"neg\" for -1)"
+    );
+    // Labels are case-sensitive.
+    let e = read("glucose,age,outcome\n1,30,POS\n").expect_err("label");
+    assert!(
+        matches!(e, DataError::UnknownLabel { line: 2, .. }),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn invalid_utf8_is_reported_with_line() {
+    let mut bytes = b"glucose,age,outcome\n1,30,pos\n1,30,".to_vec();
+    bytes.extend_from_slice(&[0xff, 0xfe, b'\n']);
+    let e = read_csv(bytes.as_slice(), "data.csv", &schema()).expect_err("utf8");
+    assert!(matches!(e, DataError::Csv { line: 3, .. }), "{e:?}");
+    check_msg(&e, 3, "utf-8");
+}
+
+#[test]
+fn wild_values_still_give_unit_rows() {
+    let mut text = String::from("glucose,age,outcome\n");
+    let vals = [
+        "-1e12", "1e12", "0", "200", "3.5e-300", "-0", "1e308", "-1e308",
+    ];
+    for (i, a) in vals.iter().enumerate() {
+        for b in vals {
+            text.push_str(&format!(
+                "{a},{b},{}\n",
+                if i % 2 == 0 { "pos" } else { "neg" }
+            ));
+        }
+    }
+    let (d, report) = read(&text).expect("loads");
+    assert_eq!(d.len(), 64);
+    assert!(d.max_row_norm() <= 1.0);
+    assert!(report.total_clipped() > 0);
+}
