@@ -3,7 +3,8 @@
 //!
 //! **Candidates**, each fitted on the aggregator's own training rows:
 //! - [`Candidate::Local`]: non-private L2 logistic regression, λ chosen by stratified k-fold
-//!   cross-validation over [`LAMBDA_GRID`] (held-out logistic loss). This is the honest baseline:
+//!   cross-validation over [`lambda_grid`] (held-out logistic loss): the C range of
+//!   scikit-learn's `LogisticRegressionCV` translated to the rows' scale, n and d. This is the honest baseline:
 //!   what an organisation has without anyone else.
 //! - [`Candidate::MirrorAveraging`]: eq. 17 over the other organisations' learners (seed 001;
 //!   always reported, it is the paper's method).
@@ -35,14 +36,56 @@ use super::{AggregateError, MirrorAveraging};
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::classifier::LinearClassifier;
 use crate::learn::logistic::logistic_loss;
-use crate::learn::solver::{SolverError, fit_logistic};
+use crate::learn::solver::{Fit, SolverError, fit_logistic, fit_logistic_from};
 use crate::privacy::noise::derived_rng;
 use rand::Rng;
 use rand::seq::SliceRandom;
 use serde::Serialize;
 
-/// The λ values cross-validation chooses from (the local model and the stacker).
-pub const LAMBDA_GRID: [f64; 9] = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0];
+/// The C range of scikit-learn's `LogisticRegressionCV` default (`Cs = 10`: C ∈ [1e-4, 1e4]),
+/// which [`lambda_grid`] translates to this crate's objective.
+pub const C_RANGE: (f64, f64) = (1e-4, 1e4);
+/// Points per decade of C in [`lambda_grid`] (scikit-learn's default has 1.25).
+pub const GRID_PER_DECADE: usize = 2;
+/// The largest λ worth trying: beyond it every model is all but θ = 0.
+pub const LAMBDA_MAX: f64 = 10.0;
+
+/// The λ values cross-validation chooses from, largest first (the order of a warm-started
+/// regularisation path).
+///
+/// scikit-learn minimises C·Σℓ + ½‖w‖² on standardised features (variance 1 each); this crate
+/// minimises (1/n)Σℓ + (λ/2)‖θ‖² on rows in the unit ball. Dividing by C·n, and noting that a
+/// feature of variance v needs a weight 1/√v times larger, the same trade-off is
+/// λ = v̄/(C·n) with v̄ = mean ‖x‖²/d the rows' mean squared value per column. The grid spans
+/// [`C_RANGE`] at [`GRID_PER_DECADE`] points per decade, capped at [`LAMBDA_MAX`], so a tuned
+/// model is never held back by a grid too coarse or too short for its rows' scale, n and d.
+/// (v̄ is a statistic of the rows; that is fine here: the tuned models are non-private by
+/// design, and no release reads this grid.)
+pub fn lambda_grid(data: &Dataset) -> Vec<f64> {
+    let (n, d) = (data.len().max(1) as f64, data.dim().max(1) as f64);
+    let m2 = (0..data.len())
+        .map(|i| dot(data.row(i), data.row(i)))
+        .sum::<f64>()
+        / n;
+    let per_column = if m2 > 0.0 && m2.is_finite() {
+        m2 / d
+    } else {
+        1.0 / d
+    };
+    let decades = (C_RANGE.1 / C_RANGE.0).log10();
+    let points = (decades * GRID_PER_DECADE as f64).round() as usize + 1;
+    (0..points)
+        .map(|k| {
+            let c = C_RANGE.0 * 10f64.powf(k as f64 / GRID_PER_DECADE as f64);
+            (per_column / (c * n)).min(LAMBDA_MAX)
+        })
+        .fold(Vec::new(), |mut grid: Vec<f64>, l| {
+            if grid.last() != Some(&l) {
+                grid.push(l);
+            }
+            grid
+        })
+}
 
 /// A candidate final model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -214,36 +257,72 @@ fn tuning_folds(data: &Dataset, k: usize, seed: u64) -> Vec<Vec<usize>> {
     stratified_folds(data.labels(), k, &mut derived_rng(seed, &[10]))
 }
 
-/// The λ of [`LAMBDA_GRID`] with the smallest held-out logistic loss over `folds` (the larger
-/// λ on ties).
+/// The λ of [`lambda_grid`] with the smallest held-out logistic loss over `folds` (the larger
+/// λ on ties). Each fold walks the grid from the largest λ down, starting every fit from the
+/// previous minimiser (a warm-started path: the same minimisers to the solver's tolerance, in a
+/// few Newton steps each). A λ whose fit fails in some fold (e.g. too little regularisation for
+/// nearly separable rows) is never chosen; if every λ fails, the error of the last is returned.
 fn cv_lambda(data: &Dataset, folds: &[Vec<usize>]) -> Result<f64, SolverError> {
-    let mut best = (f64::INFINITY, LAMBDA_GRID[0]);
-    for &lambda in &LAMBDA_GRID {
-        let mut loss = 0.0;
-        for held in folds {
-            let fit = fit_logistic(&data.subset(&complement(data.len(), held)), lambda)?;
-            let theta = fit.classifier();
-            loss += held
-                .iter()
-                .map(|&i| logistic_loss(theta.margin(data.row(i)), data.label(i)))
-                .sum::<f64>();
-        }
-        if loss <= best.0 {
-            best = (loss, lambda);
+    let grid = lambda_grid(data);
+    let mut loss = vec![0.0; grid.len()];
+    let mut last_error = None;
+    for held in folds {
+        let fit_rows = data.subset(&complement(data.len(), held));
+        let mut start = vec![0.0; data.dim()];
+        for (k, &lambda) in grid.iter().enumerate() {
+            match fit_logistic_from(&fit_rows, lambda, &start) {
+                Ok(fit) => {
+                    let theta = fit.classifier();
+                    loss[k] += held
+                        .iter()
+                        .map(|&i| logistic_loss(theta.margin(data.row(i)), data.label(i)))
+                        .sum::<f64>();
+                    start = fit.theta;
+                }
+                Err(e) => {
+                    loss[k] = f64::INFINITY;
+                    last_error = Some(e);
+                }
+            }
         }
     }
-    Ok(best.1)
+    let best =
+        (0..grid.len())
+            .filter(|&k| loss[k].is_finite())
+            .fold(None, |best: Option<usize>, k| match best {
+                Some(b) if loss[b] <= loss[k] => Some(b),
+                _ => Some(k),
+            });
+    match (best, last_error) {
+        (Some(k), _) => Ok(grid[k]),
+        (None, Some(e)) => Err(e),
+        (None, None) => Ok(grid[0]),
+    }
 }
 
 /// A non-private logistic regression on `data` with λ chosen by stratified `k`-fold
-/// cross-validation over [`LAMBDA_GRID`] (held-out logistic loss); returns the model and λ.
+/// cross-validation over [`lambda_grid`] (held-out logistic loss); returns the model and λ.
 pub fn tuned_logistic(
     data: &Dataset,
     k: usize,
     seed: u64,
 ) -> Result<(LinearClassifier, f64), SolverError> {
     let lambda = cv_lambda(data, &tuning_folds(data, k.max(2), seed))?;
-    Ok((fit_logistic(data, lambda)?.classifier(), lambda))
+    Ok((fit_on_path(data, lambda)?.classifier(), lambda))
+}
+
+/// The fit at `lambda` on all of `data`, reached along the grid's path from its largest λ when
+/// a cold start does not converge (small λ on nearly separable rows).
+fn fit_on_path(data: &Dataset, lambda: f64) -> Result<Fit, SolverError> {
+    fit_logistic(data, lambda).or_else(|_| {
+        let mut start = vec![0.0; data.dim()];
+        for l in lambda_grid(data).into_iter().filter(|&l| l > lambda) {
+            if let Ok(fit) = fit_logistic_from(data, l, &start) {
+                start = fit.theta;
+            }
+        }
+        fit_logistic_from(data, lambda, &start)
+    })
 }
 
 /// The experts' directions u_m = θ_m/‖θ_m‖₂ (zero for a zero expert).
@@ -280,7 +359,7 @@ fn fit_stacking(
     lambda: f64,
     own_features: bool,
 ) -> Result<LinearClassifier, SolverError> {
-    let w = fit_logistic(&stacked(data, directions, own_features), lambda)?.classifier();
+    let w = fit_on_path(&stacked(data, directions, own_features), lambda)?.classifier();
     let d = if own_features { data.dim() } else { 0 };
     let mut theta = if own_features {
         w.coefficients()[..d].to_vec()
@@ -319,7 +398,7 @@ fn fit_all(
     config: &SelectionConfig,
     purpose: &[u64],
 ) -> Result<Fitted, SelectError> {
-    let local = fit_logistic(data, lambdas.local)?.classifier();
+    let local = fit_on_path(data, lambdas.local)?.classifier();
     let mirror = MirrorAveraging::new(config.beta)?;
     let mut rng = derived_rng(config.seed, purpose);
     let (others, mixing_weights) = if experts.is_empty() {

@@ -81,7 +81,7 @@ fn when_every_expert_is_noise_the_final_model_is_local() {
     let f = choose_final(&noise_experts(6, 7), &train, &SelectionConfig::default()).expect("final");
     assert_eq!(f.chosen, Candidate::Local, "{:?}", f.cv);
     assert_eq!(f.classifier(), f.model(Candidate::Local));
-    assert!(LAMBDA_GRID.contains(&f.local_lambda));
+    assert!(lambda_grid(&train).contains(&f.local_lambda));
 }
 
 #[test]

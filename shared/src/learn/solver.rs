@@ -94,11 +94,28 @@ pub fn minimise(
     penalty: Penalty<'_>,
     options: SolverOptions,
 ) -> Result<Fit, SolverError> {
+    minimise_from(data, penalty, options, &vec![0.0; data.dim()])
+}
+
+/// Minimises F starting from `start` (a warm start, e.g. the minimiser at a nearby λ on a
+/// regularisation path). The stopping rule is the same, ‖∇F‖ ≤ tolerance, so the result is the
+/// same minimiser to the solver's tolerance whatever the start; a start of the wrong length is
+/// replaced by θ = 0.
+pub fn minimise_from(
+    data: &Dataset,
+    penalty: Penalty<'_>,
+    options: SolverOptions,
+    start: &[f64],
+) -> Result<Fit, SolverError> {
     if data.is_empty() {
         return Err(SolverError::EmptyData);
     }
     let p = data.dim();
-    let mut theta = vec![0.0; p];
+    let mut theta = if start.len() == p && start.iter().all(|v| v.is_finite()) {
+        start.to_vec()
+    } else {
+        vec![0.0; p]
+    };
     let mut current = evaluate(data, &theta, penalty, true);
     let mut passes = 1;
     for iteration in 0..=options.max_iterations {
@@ -160,6 +177,16 @@ pub fn minimise(
 /// Non-private L2-regularised logistic regression: argmin (1/n)Σℓ + (λ/2)||θ||².
 pub fn fit_logistic(data: &Dataset, lambda: f64) -> Result<Fit, SolverError> {
     minimise(data, Penalty::ridge(lambda), SolverOptions::default())
+}
+
+/// [`fit_logistic`] from a warm start (see [`minimise_from`]).
+pub fn fit_logistic_from(data: &Dataset, lambda: f64, start: &[f64]) -> Result<Fit, SolverError> {
+    minimise_from(
+        data,
+        Penalty::ridge(lambda),
+        SolverOptions::default(),
+        start,
+    )
 }
 
 /// Solves ∇²F d = −∇F by Cholesky; `None` when the Hessian is not positive definite.
