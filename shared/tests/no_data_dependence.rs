@@ -41,7 +41,11 @@ fn scrambled(lines: &[String], schema: &Schema, seed: u64) -> Vec<String> {
                 .iter()
                 .map(|f| {
                     let v = match rng.random_range(0..4) {
-                        0 => f.missing.unwrap_or(f.lo),
+                        0 => f
+                            .missing
+                            .as_ref()
+                            .and_then(|m| m.first_number())
+                            .unwrap_or(f.lo),
                         1 => f.hi + rng.random_range(0.0..1e6),
                         2 => f.lo - rng.random_range(0.0..1e3),
                         _ => rng.random_range(f.lo..f.hi),

@@ -19,10 +19,12 @@ pub mod bundled;
 pub mod clinic;
 pub mod csv;
 pub mod dataset;
+pub mod diagnose;
 pub mod normalise;
 pub mod partition;
 pub mod private_normalisation;
 pub mod schema;
+pub mod schema_init;
 pub mod synthetic;
 
 pub use dataset::Dataset;

@@ -3,20 +3,26 @@
 //! the schema, so replacing one raw record changes exactly one mapped row and every mechanism's
 //! replace-one guarantee carries over (invariant 2: nothing here is a statistic of the data).
 //!
-//! # `paper` (seed 001 §5's map; a schema without a `[normalisation]` table)
+//! A *missing* value — NaN, which the CSV loader passes for a cell matching a declared missing
+//! marker, or a number equal to one of the feature's numeric markers — is never clipped: it
+//! maps to the feature's centre and is counted apart.
 //!
-//! 1. clip v to the declared [lo, hi] (counted);
+//! # `paper` (seed 001 §5's map; `[normalisation] mode = "paper"`)
+//!
+//! 1. clip v to the declared [lo, hi] (counted); a missing value is the middle of [lo, hi];
 //! 2. map affinely onto [−1, 1]: 2(v − lo)/(hi − lo) − 1;
 //! 3. append a constant 1 when the schema has an intercept;
 //! 4. divide every component by √dim, so ‖x‖ ≤ 1.
 //!
-//! # `ball` (issue 11; the default for a schema with a `[normalisation]` table)
+//! # `ball` (the default)
 //!
 //! For feature j of a raw record v:
-//! 1. a NaN, or v equal to the declared `missing` sentinel, gives z = 0 (the centre);
+//! 1. a missing value gives z = 0 (the centre);
 //! 2. otherwise clip v to [lo, hi] (counted), t = T(v) with T the identity or
 //!    `log1p`: ln(1 + v/unit);
-//! 3. z = (t − center)/scale, with `center` and `scale` declared and cited in the schema.
+//! 3. z = (t − center)/scale, with `center` and `scale` declared and cited in the schema, or,
+//!    when a feature declares neither, from its bounds by the public rule of
+//!    [`super::schema::bounds_rule`].
 //!
 //! Then for the row: u = row_scale · z (default row_scale = 2/√p for p features), append the
 //! intercept constant a (`intercept_value`, default 0.2) when the schema has an intercept, and if
@@ -52,7 +58,7 @@ pub enum Transform {
     Log1p,
 }
 
-/// The schema's `[normalisation]` table.
+/// The schema's `[normalisation]` table (absent: `ball` with every default).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Normalisation {
@@ -75,9 +81,9 @@ pub const DEFAULT_ROW_SCALE_KAPPA: f64 = 2.0;
 /// What normalising one row did, in counts only (never values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RowReport {
-    /// Values clipped to their declared bounds (NaN included).
+    /// Values clipped to their declared bounds.
     pub clipped: usize,
-    /// Values equal to their feature's `missing` sentinel (ball mode).
+    /// Missing values (NaN, or equal to one of the feature's numeric markers).
     pub missing: usize,
     /// Whether the row was projected onto the unit ball (ball mode).
     pub projected: bool,
@@ -112,12 +118,14 @@ pub(crate) fn paper_row(
     let scale = 1.0 / (dim as f64).sqrt();
     let mut report = RowReport::default();
     for ((f, &v), o) in features.iter().zip(raw).zip(out.iter_mut()) {
-        let (c, clipped) = if v.is_nan() {
-            (0.5 * (f.lo + f.hi), true)
+        let missing = v.is_nan() || f.is_missing(v);
+        let (c, clipped) = if missing {
+            (0.5 * (f.lo + f.hi), false)
         } else {
             clip(v, f)
         };
         report.clipped += usize::from(clipped);
+        report.missing += usize::from(missing);
         let unit = (2.0 * (c - f.lo) / (f.hi - f.lo) - 1.0).clamp(-1.0, 1.0);
         *o = unit * scale;
     }
@@ -130,10 +138,7 @@ pub(crate) fn paper_row(
 
 /// z of one feature in ball mode, and what happened to it (clipped, missing).
 fn standardise(f: &FeatureSpec, v: f64) -> (f64, bool, bool) {
-    if v.is_nan() {
-        return (0.0, true, false);
-    }
-    if f.is_missing(v) {
+    if v.is_nan() || f.is_missing(v) {
         return (0.0, false, true);
     }
     let (c, clipped) = clip(v, f);
@@ -281,9 +286,9 @@ scale = 0.5
                 && (out[1] - zb / norm).abs() < 1e-15
                 && (out[2] - 0.2 / norm).abs() < 1e-15
         );
-        // NaN is the centre and counted as clipped; infinities clip.
+        // NaN is missing (the centre, counted as missing); infinities clip.
         let report = s.normalise_row(&[f64::NAN, f64::NEG_INFINITY], &mut out);
-        assert_eq!(report.clipped, 2);
+        assert_eq!((report.clipped, report.missing), (1, 1));
         assert!(out.iter().all(|v| v.is_finite()) && l2_norm(&out) <= 1.0);
     }
 
@@ -349,7 +354,7 @@ scale = 0.5
             (
                 "center = 4.0\n",
                 "",
-                "feature `a` center: required in ball mode",
+                "feature `a` center: declare both center and scale, or neither",
             ),
             (
                 "scale = 2.0",
@@ -364,7 +369,7 @@ scale = 0.5
             (
                 "missing = -1.0",
                 "missing = inf",
-                "feature `a` missing: must be finite",
+                "feature `a` missing: must be finite numbers or texts",
             ),
             (
                 "missing = -1.0",
@@ -394,11 +399,6 @@ scale = 0.5
             (
                 "[normalisation]",
                 "[normalisation]\nmode = \"paper\"",
-                "feature `a` center: only used in ball mode",
-            ),
-            (
-                "[normalisation]\n",
-                "",
                 "feature `a` center: only used in ball mode",
             ),
         ];

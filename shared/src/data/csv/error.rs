@@ -26,7 +26,7 @@ pub enum DataError {
         origin: String,
     },
     /// A column the schema needs is not in the header.
-    #[error("{origin}:1: column `{column}`: schema {role} missing from the header")]
+    #[error("{origin}:1: column `{column}`: schema {role} missing from the header{hint}")]
     MissingColumn {
         /// The file, as given.
         origin: String,
@@ -34,6 +34,9 @@ pub enum DataError {
         column: String,
         /// `"label"` or `"feature"`.
         role: &'static str,
+        /// What the header looked like read with the separator used, and what to do (starts
+        /// with a space, or empty).
+        hint: String,
     },
     /// A column the schema needs appears more than once in the header (ambiguous).
     #[error("{origin}:1: column `{column}`: appears more than once in the header")]
@@ -55,8 +58,11 @@ pub enum DataError {
         /// Number of fields on this line.
         found: usize,
     },
-    /// A feature value does not parse as a number.
-    #[error("{origin}:{line}: column `{column}`: not a number: {value:?}")]
+    /// A feature value does not parse as a number (and is not a declared missing marker).
+    #[error(
+        "{origin}:{line}: column `{column}`: not a number: {value:?} (if it means \"not measured\", declare it in [csv] missing or the feature's `missing`{})",
+        declare(value)
+    )]
     NotANumber {
         /// The file, as given.
         origin: String,
@@ -97,7 +103,19 @@ pub enum DataError {
         /// The schema's negative value (boxed to keep the error small).
         negative: Box<str>,
     },
-    /// Any other CSV-level problem (e.g. invalid UTF-8).
+    /// The file is not UTF-8 text.
+    #[error(
+        "{origin}:{line}: not UTF-8 text (byte 0x{byte:02x}); save the file as UTF-8 (e.g. Excel's \"CSV UTF-8\", or iconv -f latin1 -t utf-8)"
+    )]
+    NotUtf8 {
+        /// The file, as given.
+        origin: String,
+        /// 1-based line of the first byte that is not UTF-8.
+        line: u64,
+        /// That byte.
+        byte: u8,
+    },
+    /// Any other CSV-level problem.
     #[error("{origin}:{line}: {message}")]
     Csv {
         /// The file, as given.
@@ -119,5 +137,14 @@ pub(super) fn quoted(value: &str) -> String {
         let mut s: String = value.chars().take(MAX_QUOTED).collect();
         s.push('…');
         s
+    }
+}
+
+/// The marker to declare for a short non-number (`, e.g. [csv] missing = ["NA"]`), or nothing.
+fn declare(value: &str) -> String {
+    if value.chars().count() <= 12 {
+        format!(", e.g. [csv] missing = [{value:?}]")
+    } else {
+        String::new()
     }
 }

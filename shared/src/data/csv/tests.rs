@@ -3,6 +3,8 @@ use super::*;
 
 const SCHEMA: &str = r#"
 name = "toy"
+[normalisation]
+mode = "paper"
 [label]
 column = "outcome"
 positive = "pos"
@@ -190,7 +192,7 @@ fn non_numeric_value() {
     assert!(matches!(e, DataError::NotANumber { line: 4, .. }), "{e:?}");
     assert_eq!(
         e.to_string(),
-        "data.csv:4: column `glucose`: not a number: \"abc\""
+        "data.csv:4: column `glucose`: not a number: \"abc\" (if it means \"not measured\", declare it in [csv] missing or the feature's `missing`, e.g. [csv] missing = [\"abc\"])"
     );
     let e = read("glucose,age,outcome\n1,,pos\n").expect_err("empty");
     assert!(matches!(e, DataError::NotANumber { line: 2, .. }), "{e:?}");
@@ -261,8 +263,8 @@ fn invalid_utf8_is_reported_with_line() {
     let mut bytes = b"glucose,age,outcome\n1,30,pos\n1,30,".to_vec();
     bytes.extend_from_slice(&[0xff, 0xfe, b'\n']);
     let e = read_csv(bytes.as_slice(), "data.csv", &schema()).expect_err("utf8");
-    assert!(matches!(e, DataError::Csv { line: 3, .. }), "{e:?}");
-    check_msg(&e, 3, "utf-8");
+    assert!(matches!(e, DataError::NotUtf8 { line: 3, .. }), "{e:?}");
+    check_msg(&e, 3, "not UTF-8 text (byte 0xff)");
 }
 
 #[test]
@@ -283,4 +285,119 @@ fn wild_values_still_give_unit_rows() {
     assert_eq!(d.len(), 64);
     assert!(d.max_row_norm() <= 1.0);
     assert!(report.total_clipped() > 0);
+}
+
+#[test]
+fn crlf_files_report_the_lines_an_editor_shows() {
+    for eol in ["\n", "\r\n", "\r"] {
+        let text = ["glucose,age,outcome", "1,30,pos", "1,30,neg", "1,x,pos", ""].join(eol);
+        let e = read(&text).expect_err("bad age");
+        assert!(
+            matches!(e, DataError::NotANumber { line: 4, .. }),
+            "{eol:?}: {e:?}"
+        );
+        let text = ["glucose,age,outcome", "1,30,pos", "1,30", ""].join(eol);
+        let e = read(&text).expect_err("short");
+        assert!(
+            matches!(e, DataError::FieldCount { line: 3, .. }),
+            "{eol:?}: {e:?}"
+        );
+    }
+    // With a byte-order mark too.
+    let e = read("\u{feff}glucose,age,outcome\r\n1,30,pos\r\n1,30,maybe\r\n").expect_err("label");
+    assert!(
+        matches!(e, DataError::UnknownLabel { line: 3, .. }),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn semicolon_tab_and_pipe_files_are_detected() {
+    let comma = read("glucose,age,outcome\n100,30,neg\n150,60,pos\n").expect("comma");
+    for sep in [";", "\t", "|"] {
+        let text = "glucose,age,outcome\n100,30,neg\n150,60,pos\n".replace(',', sep);
+        let (d, _) = read(&text).unwrap_or_else(|e| panic!("{sep:?}: {e}"));
+        assert_eq!(d, comma.0, "{sep:?}");
+    }
+    // Excel in a decimal-comma locale: `;` and 1,5.
+    let (d, _) = read("glucose;age;outcome\r\n100,5;30;neg\r\n").expect("decimal comma");
+    let (e, _) = read("glucose,age,outcome\n100.5,30,neg\n").expect("point");
+    assert_eq!(d, e);
+}
+
+#[test]
+fn a_declared_separator_that_does_not_fit_names_the_one_seen() {
+    let text = SCHEMA.replace("[label]", "[csv]\nseparator = \",\"\n[label]");
+    let schema = Schema::from_toml_str(&text, "toy.schema.toml").expect("valid");
+    let e = read_csv(
+        "glucose;age;outcome\n1;2;pos\n".as_bytes(),
+        "data.csv",
+        &schema,
+    )
+    .expect_err("declared comma");
+    let msg = e.to_string();
+    assert!(matches!(e, DataError::MissingColumn { .. }), "{msg}");
+    assert!(
+        msg.contains("header read with separator ',': 1 column(s), \"glucose;age;outcome\"; it seems to use ';': declare [csv] separator = \";\""),
+        "{msg}"
+    );
+    assert!(!msg.contains('\n'));
+}
+
+#[test]
+fn declared_missing_markers_map_to_the_centre_and_are_counted() {
+    let text = SCHEMA
+        .replace("[label]", "[csv]\nmissing = [\"\", \"NA\"]\n[label]")
+        .replace("hi = 90.0", "hi = 90.0\nmissing = -1");
+    let schema = Schema::from_toml_str(&text, "toy.schema.toml").expect("valid");
+    let csv = "glucose,age,outcome\n,NA,pos\n100,-1,neg\n\"\",55,pos\n";
+    let (d, report) = read_csv(csv.as_bytes(), "data.csv", &schema).expect("loads");
+    // Paper map: a missing value is the middle of [lo, hi], 0 before the √3 scaling.
+    let r3 = 3f64.sqrt();
+    for i in 0..3 {
+        assert!(
+            d.row(i)[..2].iter().all(|v| v.abs() < 1e-15),
+            "row {i}: {:?}",
+            d.row(i)
+        );
+        assert!((d.row(i)[2] - 1.0 / r3).abs() < 1e-15);
+    }
+    assert_eq!(
+        report.missing,
+        vec![("glucose".into(), 2), ("age".into(), 2)]
+    );
+    assert_eq!(report.total_clipped(), 0);
+    // Undeclared, the same cells are errors that say how to declare them.
+    let e = read(csv).expect_err("undeclared");
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("data.csv:2: column `glucose`: not a number: \"\""),
+        "{msg}"
+    );
+    assert!(msg.contains("e.g. [csv] missing = [\"\"]"), "{msg}");
+    // Raw rows replace a missing value by the value the map sends to the centre.
+    let (_, raw, _) = read_csv_with_raw(csv.as_bytes(), "data.csv", &schema).expect("raw");
+    assert_eq!(raw.values[0], vec![100.0, 55.0]);
+}
+
+#[test]
+fn rows_without_the_label_column_load_for_scoring() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("new.csv");
+    std::fs::write(&p, "age,glucose\n30,100\n").expect("write");
+    let (d, labels, report) = load_rows(&p, &schema()).expect("loads");
+    assert_eq!((d.len(), labels, report.rows), (1, None, 1));
+    std::fs::write(&p, "age,glucose,outcome\n30,100,neg\n").expect("write");
+    let (_, labels, _) = load_rows(&p, &schema()).expect("loads");
+    assert_eq!(labels, Some(vec![-1.0]));
+    // Training needs the label.
+    let e = load_csv(&p.with_file_name("none.csv"), &schema()).expect_err("no file");
+    assert!(matches!(e, DataError::Io { .. }));
+    std::fs::write(&p, "age,glucose\n30,100\n").expect("write");
+    let e = load_csv(&p, &schema()).expect_err("no label");
+    assert!(
+        e.to_string()
+            .contains("column `outcome`: schema label missing"),
+        "{e}"
+    );
 }

@@ -90,6 +90,19 @@ pub enum SchemaError {
         /// The value given to both.
         value: String,
     },
+    /// Features whose bounds were observed in the data (`bounds = "observed"`): refused by every
+    /// release path.
+    #[error(
+        "{origin}: feature `{first}`{more}: bounds observed in the data (`bounds = \"observed\"`, from `schema init`) must be replaced by public bounds before anything is released; then delete the `bounds` lines (dpagg-node check --strict lists them)"
+    )]
+    ObservedBounds {
+        /// The file, as given.
+        origin: String,
+        /// The first such feature.
+        first: String,
+        /// ` and N more`, or empty.
+        more: String,
+    },
     /// A key of the `[normalisation]` table or a ball-mode key of a feature is missing, out of
     /// range, or given in paper mode.
     #[error("{origin}: {field}: {message}")]

@@ -69,9 +69,12 @@ use super::normalise::{
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub mod bounds_rule;
 mod error;
+pub mod markers;
 pub use error::SchemaError;
 use error::{line_col, one_line};
+pub use markers::{CsvFormat, Marker, Markers, Separator};
 
 /// One feature column with its declared, public bounds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,12 +101,26 @@ pub struct FeatureSpec {
     /// Ball mode: the public scale of T(v), > 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale: Option<f64>,
-    /// Ball mode: a raw value meaning "not measured", mapped to the centre (z = 0).
+    /// Values meaning "not measured" (numbers and cell texts, see [`markers`]): mapped to the
+    /// centre (z = 0), never clipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub missing: Option<f64>,
+    pub missing: Option<Markers>,
     /// Where `center` and `scale` come from; informative only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// `"observed"`: `lo` and `hi` were read off the data by `dpagg-node schema init` and must be
+    /// replaced by public bounds (then this key deleted) before anything is released.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<BoundsOrigin>,
+}
+
+/// Where a feature's bounds came from, when they are not public.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BoundsOrigin {
+    /// Smallest and largest values of the data, rounded outward (`schema init`): a statistic of
+    /// the private rows, so every release path refuses them (invariant 2).
+    Observed,
 }
 
 impl FeatureSpec {
@@ -120,12 +137,13 @@ impl FeatureSpec {
             scale: None,
             missing: None,
             source: None,
+            bounds: None,
         }
     }
 
-    /// True when `v` is this feature's declared `missing` sentinel.
+    /// True when `v` is one of this feature's numeric `missing` markers.
     pub fn is_missing(&self, v: f64) -> bool {
-        self.missing == Some(v)
+        self.missing.as_ref().is_some_and(|m| m.has_number(v))
     }
 
     /// T(v), the declared transform (ball mode: identity, or ln(1 + v/unit) for `log1p`).
@@ -156,7 +174,6 @@ impl FeatureSpec {
             ("unit", self.unit.is_some()),
             ("center", self.center.is_some()),
             ("scale", self.scale.is_some()),
-            ("missing", self.missing.is_some()),
         ]
         .into_iter()
         .filter_map(|(k, present)| present.then_some(k))
@@ -193,9 +210,14 @@ pub struct Schema {
     pub label: LabelSpec,
     /// The feature columns, in the order they appear in normalised rows.
     pub features: Vec<FeatureSpec>,
-    /// How rows are mapped into the unit ball; absent means the `paper` map.
+    /// How rows are mapped into the unit ball; absent means the `ball` map with centres and
+    /// scales from the bounds ([`bounds_rule`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub normalisation: Option<Normalisation>,
+    /// How the organisations' files are written (separator, missing markers of every column);
+    /// not part of the fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csv: Option<CsvFormat>,
 }
 
 fn default_intercept() -> bool {
@@ -223,27 +245,66 @@ impl Schema {
         })?;
         schema.validate(origin)?;
         schema.fill_ball_defaults();
+        schema.validate_normalisation(origin)?;
         Ok(schema)
     }
 
-    /// In ball mode, writes every default (row scale, intercept constant, transform, unit) into
-    /// the schema, so that its fingerprint covers the map actually used.
+    /// In ball mode, writes every default (the table itself, row scale, intercept constant,
+    /// transform, unit, and a feature's centre and scale from its bounds by [`bounds_rule`] when
+    /// it declares neither) into the schema, so that its fingerprint covers the map actually
+    /// used.
     fn fill_ball_defaults(&mut self) {
         if self.mode() != MapMode::Ball {
             return;
         }
         let ball = self.ball();
-        if let Some(t) = self.normalisation.as_mut() {
-            t.row_scale = Some(ball.row_scale);
-            t.intercept_value = t.intercept_value.or(Some(DEFAULT_INTERCEPT_VALUE));
-        }
+        let t = self.normalisation.get_or_insert(Normalisation {
+            mode: MapMode::Ball,
+            row_scale: None,
+            intercept_value: None,
+        });
+        t.row_scale = Some(ball.row_scale);
+        t.intercept_value = t.intercept_value.or(Some(DEFAULT_INTERCEPT_VALUE));
         for f in &mut self.features {
             let transform = f.transform.unwrap_or_default();
             f.transform = Some(transform);
             if transform == Transform::Log1p {
                 f.unit = f.unit.or(Some(1.0));
             }
+            if f.center.is_none() && f.scale.is_none() {
+                let (center, scale) = bounds_rule::center_scale(f);
+                f.center = Some(center);
+                f.scale = Some(scale);
+            }
         }
+    }
+
+    /// Refuses a schema with observed bounds (invariant 2): every release path calls this
+    /// before reading a row.
+    pub fn require_public_bounds(&self, origin: &str) -> Result<(), SchemaError> {
+        let observed = self.observed_features();
+        match observed.split_first() {
+            None => Ok(()),
+            Some((first, rest)) => Err(SchemaError::ObservedBounds {
+                origin: origin.to_owned(),
+                first: (*first).to_owned(),
+                more: if rest.is_empty() {
+                    String::new()
+                } else {
+                    format!(" and {} more", rest.len())
+                },
+            }),
+        }
+    }
+
+    /// The features whose bounds were observed in the data (`bounds = "observed"`), by name:
+    /// every release path refuses a schema that has any.
+    pub fn observed_features(&self) -> Vec<&str> {
+        self.features
+            .iter()
+            .filter(|f| f.bounds == Some(BoundsOrigin::Observed))
+            .map(|f| f.name.as_str())
+            .collect()
     }
 
     /// Reads, parses and validates a schema file. Error messages start with the path as given.
@@ -314,8 +375,27 @@ impl Schema {
                     hi: f.hi,
                 });
             }
+            if let Some(m) = f.missing.as_ref().and_then(Markers::non_finite) {
+                return Err(SchemaError::Normalisation {
+                    origin: o(),
+                    field: format!("feature `{}` missing", f.name),
+                    message: format!("must be finite numbers or texts, found {m}"),
+                });
+            }
         }
-        self.validate_normalisation(origin)
+        if let Some(m) = self
+            .csv
+            .as_ref()
+            .and_then(|c| c.missing.as_ref())
+            .and_then(Markers::non_finite)
+        {
+            return Err(SchemaError::Normalisation {
+                origin: o(),
+                field: "csv.missing".into(),
+                message: format!("must be finite numbers or texts, found {m}"),
+            });
+        }
+        Ok(())
     }
 
     /// Checks the `[normalisation]` table and the ball-mode keys of every feature: required and in
@@ -365,18 +445,23 @@ impl Schema {
         })
     }
 
-    /// The map rows go through: `paper` unless a `[normalisation]` table says otherwise.
+    /// The map rows go through: `ball` unless `[normalisation] mode = "paper"`.
     pub fn mode(&self) -> MapMode {
         self.normalisation
             .as_ref()
-            .map_or(MapMode::Paper, |n| n.mode)
+            .map_or(MapMode::Ball, |n| n.mode)
     }
 
-    /// This schema with the paper map and none of the ball-mode keys: the schema seed 001's
-    /// experiments use, with the fingerprint a schema of the same bounds had before ball mode.
+    /// This schema with the paper map and none of the ball-mode keys or missing markers: the
+    /// schema seed 001's experiments use, with the fingerprint a schema of the same bounds had
+    /// before ball mode.
     pub fn paper_map(&self) -> Schema {
         let mut s = self.clone();
-        s.normalisation = None;
+        s.normalisation = Some(Normalisation {
+            mode: MapMode::Paper,
+            row_scale: None,
+            intercept_value: None,
+        });
         for f in &mut s.features {
             *f = FeatureSpec {
                 description: f.description.take(),
@@ -415,10 +500,34 @@ impl Schema {
     /// the same order, with the same bounds and label mapping. Any change, including to a bound or
     /// a description, gives a different fingerprint; TOML formatting and comments do not matter.
     pub fn fingerprint(&self) -> String {
-        let canonical = serde_json::to_vec(self)
+        let mut canonical = self.clone();
+        // How files are written is not what they mean.
+        canonical.csv = None;
+        // A bounds-only schema meant the paper map before issue 21: `mode = "paper"` keeps
+        // the fingerprint such a schema had.
+        if canonical.mode() == MapMode::Paper {
+            canonical.normalisation = None;
+        }
+        let canonical = serde_json::to_vec(&canonical)
             .expect("a schema (strings, finite floats, bools) always serialises");
         let digest = Sha256::digest(&canonical);
         digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Feature `j`'s standardised value for the raw value `v` (clipped to its bounds):
+    /// z = (T(v) − center)/scale in ball mode, the [−1, 1] value in paper mode. Within bounds the
+    /// default rule gives |z| ≤ 3 ([`bounds_rule`]); a |z| far above that on many rows means the
+    /// centre or scale is off (see [`crate::data::diagnose`]).
+    ///
+    /// # Panics
+    /// If `j` is not a feature index (a programming error).
+    pub fn standardise(&self, j: usize, v: f64) -> f64 {
+        let f = &self.features[j];
+        let c = v.clamp(f.lo, f.hi);
+        match self.mode() {
+            MapMode::Paper => 2.0 * (c - f.lo) / (f.hi - f.lo) - 1.0,
+            MapMode::Ball => (f.transform(c) - f.center.unwrap_or(0.0)) / f.scale.unwrap_or(1.0),
+        }
     }
 
     /// Normalises one raw row (feature values in schema order) into `out` (length [`Schema::dim`])
@@ -451,25 +560,10 @@ impl Schema {
     }
 }
 
-/// The ball-mode keys of one feature: (key, what is wrong) for the first bad one.
+/// The ball-mode keys of one feature: (key, what is wrong) for the first bad one. Runs after
+/// [`Schema::fill_ball_defaults`], so a centre and scale absent together were derived from the
+/// bounds; one without the other is an error.
 fn check_ball_feature(f: &FeatureSpec) -> Result<(), (&'static str, &'static str)> {
-    match f.center {
-        None => return Err(("center", "required in ball mode")),
-        Some(c) if !c.is_finite() => return Err(("center", "must be finite")),
-        _ => {}
-    }
-    match f.scale {
-        None => return Err(("scale", "required in ball mode")),
-        Some(s) if !(s.is_finite() && s > 0.0) => {
-            return Err(("scale", "must be a finite number > 0"));
-        }
-        _ => {}
-    }
-    if let Some(m) = f.missing
-        && !m.is_finite()
-    {
-        return Err(("missing", "must be finite"));
-    }
     match (f.transform.unwrap_or_default(), f.unit) {
         (Transform::Identity, Some(_)) => {
             return Err(("unit", "only used with transform = \"log1p\""));
@@ -482,6 +576,19 @@ fn check_ball_feature(f: &FeatureSpec) -> Result<(), (&'static str, &'static str
                 "unit",
                 "log1p needs lo > −unit (ln(1 + v/unit) of every clipped value)",
             ));
+        }
+        _ => {}
+    }
+    let both = "declare both center and scale, or neither (both then come from the bounds)";
+    match f.center {
+        None => return Err(("center", both)),
+        Some(c) if !c.is_finite() => return Err(("center", "must be finite")),
+        _ => {}
+    }
+    match f.scale {
+        None => return Err(("scale", both)),
+        Some(s) if !(s.is_finite() && s > 0.0) => {
+            return Err(("scale", "must be a finite number > 0"));
         }
         _ => {}
     }

@@ -5,6 +5,8 @@ use crate::data::normalise::l2_norm;
 const GOOD: &str = r#"
 name = "toy"
 description = "a toy schema"
+[normalisation]
+mode = "paper"
 [label]
 column = "y"
 positive = "yes"
@@ -260,7 +262,7 @@ fn known_row_maps_to_known_values() {
         2
     );
     assert!((out2[0] - 1.0 / r2).abs() < 1e-15 && (out2[1] + 1.0 / r2).abs() < 1e-15);
-    assert_eq!(s2.normalise_row(&[f64::NAN, 0.0], &mut out2).clipped, 1);
+    assert_eq!(s2.normalise_row(&[f64::NAN, 0.0], &mut out2).missing, 1);
     assert!(out2.iter().all(|v| v.is_finite()));
 }
 
@@ -283,7 +285,12 @@ fn wide(p: usize, intercept: bool, rng: &mut SplitMix) -> Schema {
             negative: "0".into(),
         },
         features,
-        normalisation: None,
+        normalisation: Some(crate::data::normalise::Normalisation {
+            mode: crate::data::normalise::MapMode::Paper,
+            row_scale: None,
+            intercept_value: None,
+        }),
+        csv: None,
     };
     s.validate("wide").expect("valid");
     s

@@ -1,0 +1,222 @@
+//! The rows of a file as they are read: cells parsed against the schema (missing markers,
+//! numbers, labels), normalised, and counted — clipped, missing, projected, saturating — for
+//! [`LoadReport`]. Counts and per-feature flags only; no value leaves this module except in the
+//! dataset itself.
+
+use super::{DataError, LoadReport, RawRows, quoted};
+use crate::data::dataset::Dataset;
+use crate::data::schema::{FeatureSpec, LabelSpec, Markers, Schema, Separator};
+
+/// Where a value stands: the file and the 1-based line.
+#[derive(Clone, Copy)]
+pub(super) struct Place<'a> {
+    pub(super) origin: &'a str,
+    pub(super) line: u64,
+}
+
+/// The header positions of the columns the schema uses.
+pub(super) struct Columns {
+    /// Of every feature, in schema order.
+    pub(super) features: Vec<usize>,
+    /// Of the label, when the file has it.
+    pub(super) label: Option<usize>,
+}
+
+/// A feature cell: `None` for a declared missing marker (text or number, the feature's own or
+/// the `[csv]` table's), else a finite number.
+fn parse_feature(
+    text: &str,
+    feature: &FeatureSpec,
+    global: Option<&Markers>,
+    decimal_comma: bool,
+    at: Place,
+) -> Result<Option<f64>, DataError> {
+    let marked = |m: Option<&Markers>| m.is_some_and(|m| m.has_text(text));
+    if marked(feature.missing.as_ref()) || marked(global) {
+        return Ok(None);
+    }
+    let comma_decimal = || {
+        (decimal_comma && text.matches(',').count() == 1 && !text.contains('.'))
+            .then(|| text.replace(',', ".").parse::<f64>().ok())
+            .flatten()
+    };
+    let v: f64 = text
+        .parse()
+        .ok()
+        .or_else(comma_decimal)
+        .ok_or_else(|| DataError::NotANumber {
+            origin: at.origin.to_owned(),
+            line: at.line,
+            column: feature.name.clone(),
+            value: quoted(text),
+        })?;
+    if feature.is_missing(v) || global.is_some_and(|m| m.has_number(v)) {
+        return Ok(None);
+    }
+    if !v.is_finite() {
+        return Err(DataError::NotFinite {
+            origin: at.origin.to_owned(),
+            line: at.line,
+            column: feature.name.clone(),
+            value: quoted(text),
+        });
+    }
+    Ok(Some(v))
+}
+
+/// A label value: the schema's positive (+1) or negative (−1) value.
+fn parse_label(text: &str, label: &LabelSpec, at: Place) -> Result<f64, DataError> {
+    if text == label.positive {
+        Ok(1.0)
+    } else if text == label.negative {
+        Ok(-1.0)
+    } else {
+        Err(DataError::UnknownLabel {
+            origin: at.origin.to_owned(),
+            line: at.line,
+            column: label.column.clone(),
+            value: quoted(text),
+            positive: label.positive.as_str().into(),
+            negative: label.negative.as_str().into(),
+        })
+    }
+}
+
+/// |z| above which a value is far from its centre: the default rule gives |z| ≤ 3 within the
+/// bounds, so more than this on many rows means a wrong centre or scale.
+pub const FAR: f64 = 5.0;
+
+/// Per feature: the range of its standardised values (for "constant after the map") and how
+/// many lie further than [`FAR`] from the centre.
+#[derive(Clone, Copy)]
+struct Spread {
+    low: f64,
+    high: f64,
+    saturated: usize,
+}
+
+/// The rows read so far: normalised features, labels and counts.
+pub(super) struct Rows<'s> {
+    schema: &'s Schema,
+    global: Option<&'s Markers>,
+    x: Vec<f64>,
+    y: Vec<f64>,
+    /// The current row's raw feature values (NaN where missing).
+    raw: Vec<f64>,
+    /// The current row, normalised.
+    out: Vec<f64>,
+    clipped: Vec<usize>,
+    missing: Vec<usize>,
+    spread: Vec<Spread>,
+    projected: usize,
+    /// Whether `1,5` reads as 1.5 (files separated by `;`, tab or `|`, as exported in locales
+    /// whose decimal mark is a comma).
+    decimal_comma: bool,
+    /// The raw rows, when kept.
+    pub(super) kept: Option<RawRows>,
+}
+
+impl<'s> Rows<'s> {
+    pub(super) fn new(schema: &'s Schema, keep_raw: bool, separator: Separator) -> Self {
+        let p = schema.features.len();
+        let spread = Spread {
+            low: f64::INFINITY,
+            high: f64::NEG_INFINITY,
+            saturated: 0,
+        };
+        Self {
+            schema,
+            global: schema.csv.as_ref().and_then(|c| c.missing.as_ref()),
+            x: Vec::new(),
+            y: Vec::new(),
+            raw: vec![0.0; p],
+            out: vec![0.0; schema.dim()],
+            clipped: vec![0; p],
+            missing: vec![0; p],
+            spread: vec![spread; p],
+            projected: 0,
+            decimal_comma: separator != Separator::Comma,
+            kept: keep_raw.then(RawRows::default),
+        }
+    }
+
+    /// Number of rows read.
+    pub(super) fn len(&self) -> usize {
+        self.y.len()
+    }
+
+    /// Parses one record and appends it normalised; without a label column the label is +1
+    /// (scoring only).
+    pub(super) fn push(
+        &mut self,
+        record: &csv::StringRecord,
+        columns: &Columns,
+        at: Place,
+    ) -> Result<(), DataError> {
+        let features = self.schema.features.iter().zip(&columns.features);
+        for (j, (f, &col)) in features.enumerate() {
+            match parse_feature(&record[col], f, self.global, self.decimal_comma, at)? {
+                None => {
+                    self.raw[j] = f64::NAN;
+                    self.missing[j] += 1;
+                }
+                Some(v) => {
+                    self.raw[j] = v;
+                    self.clipped[j] += usize::from(v < f.lo || v > f.hi);
+                    let z = self.schema.standardise(j, v);
+                    let s = &mut self.spread[j];
+                    s.low = s.low.min(z);
+                    s.high = s.high.max(z);
+                    s.saturated += usize::from(z.abs() > FAR);
+                }
+            }
+        }
+        let label = match columns.label {
+            Some(c) => parse_label(&record[c], &self.schema.label, at)?,
+            None => 1.0,
+        };
+        let report = self.schema.normalise_row(&self.raw, &mut self.out);
+        self.projected += usize::from(report.projected);
+        self.x.extend_from_slice(&self.out);
+        self.y.push(label);
+        if let Some(kept) = self.kept.as_mut() {
+            let row = self
+                .schema
+                .features
+                .iter()
+                .zip(&self.raw)
+                .map(|(f, &v)| {
+                    if v.is_nan() {
+                        f.raw_of_center()
+                    } else {
+                        v.clamp(f.lo, f.hi)
+                    }
+                })
+                .collect();
+            kept.values.push(row);
+            kept.positive.push(label > 0.0);
+        }
+        Ok(())
+    }
+
+    /// The dataset and its report.
+    pub(super) fn finish(self) -> (Dataset, LoadReport) {
+        let names = || self.schema.features.iter().map(|f| f.name.clone());
+        let report = LoadReport {
+            rows: self.y.len(),
+            clipped: names().zip(self.clipped).collect(),
+            missing: names().zip(self.missing).collect(),
+            saturated: names()
+                .zip(self.spread.iter().map(|s| s.saturated))
+                .collect(),
+            constant: names()
+                .zip(&self.spread)
+                .filter(|(_, s)| s.high <= s.low)
+                .map(|(n, _)| n)
+                .collect(),
+            projected: self.projected,
+            ignored: Vec::new(),
+        };
+        (Dataset::new(self.x, self.y, self.schema.dim()), report)
+    }
+}

@@ -1,0 +1,264 @@
+//! The traps a schema can set for its own data, each found with its fix (issue 21).
+//!
+//! A schema can be valid and still waste a feature or the whole map: a `log1p` feature whose
+//! `center` is in raw units (200 instead of ln 201) standardises every value to about −190, so
+//! each row is projected onto the ball along that one feature and the others are squeezed to
+//! nothing. `dpagg-node check` prints every finding below (and `--strict` fails on any); the
+//! loader logs the data findings at `warn` level, so a node or an aggregator says so too.
+//!
+//! - [`schema_findings`] read the schema alone (public): bounds still observed in the data
+//!   (`schema init`'s placeholders), a centre outside the transformed bounds.
+//! - [`data_findings`] read a [`LoadReport`] — counts and per-feature flags of the local file,
+//!   never values, and only ever shown to the operator: a feature constant after the map, one
+//!   whose values standardise far from its centre (|z| > 5 on many rows: a wrong centre or
+//!   scale), many values clipped, almost all missing.
+
+use super::csv::LoadReport;
+use super::csv::rows::FAR;
+use super::normalise::{MapMode, Transform};
+use super::schema::{FeatureSpec, Schema};
+use std::fmt;
+
+/// Share of a feature's values far from its centre (|z| > [`FAR`]) above which it is a trap.
+pub const SATURATED_SHARE: f64 = 0.25;
+/// Share of a feature's values above which clipping is a trap.
+pub const CLIPPED_SHARE: f64 = 0.05;
+/// Share of missing values above which a feature is "almost all missing".
+pub const MISSING_SHARE: f64 = 0.9;
+
+/// One trap: the feature (or `None` for the schema as a whole), what is wrong, and the fix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// The feature concerned.
+    pub feature: Option<String>,
+    /// What is wrong, in one sentence.
+    pub problem: String,
+    /// What to do.
+    pub fix: String,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(name) = &self.feature {
+            write!(f, "feature `{name}`: ")?;
+        }
+        write!(f, "{}; fix: {}", self.problem, self.fix)
+    }
+}
+
+fn finding(f: &FeatureSpec, problem: String, fix: impl Into<String>) -> Finding {
+    Finding {
+        feature: Some(f.name.clone()),
+        problem,
+        fix: fix.into(),
+    }
+}
+
+/// Findings from the schema alone.
+pub fn schema_findings(schema: &Schema) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for name in schema.observed_features() {
+        out.push(Finding {
+            feature: Some(name.to_owned()),
+            problem: "its bounds were observed in the data (`bounds = \"observed\"`, written by \
+                      `schema init`), so they leak its extreme values and nodes refuse to release"
+                .into(),
+            fix: "replace lo and hi with public bounds (a reference range, the instrument's \
+                  range) and delete the `bounds` line"
+                .into(),
+        });
+    }
+    if schema.mode() == MapMode::Ball {
+        out.extend(schema.features.iter().filter_map(centre_outside));
+    }
+    out
+}
+
+/// A centre outside [T(lo), T(hi)]: usually a centre written in raw units.
+fn centre_outside(f: &FeatureSpec) -> Option<Finding> {
+    let center = f.center?;
+    let (a, b) = (f.transform(f.lo), f.transform(f.hi));
+    if (a..=b).contains(&center) {
+        return None;
+    }
+    let transform = f.transform.unwrap_or_default();
+    let fix = match transform {
+        Transform::Log1p => format!(
+            "center and scale are in transformed units, ln(1 + v/unit): a raw centre of {center} \
+             is {:.6}; or delete center and scale to derive both from the bounds",
+            f.transform(center.clamp(f.lo, f.hi))
+        ),
+        Transform::Identity => {
+            "give a centre within the bounds, or delete center and scale to derive both from \
+             the bounds"
+                .to_owned()
+        }
+    };
+    Some(finding(
+        f,
+        format!(
+            "center {center} is outside its transformed bounds [{}, {}]",
+            short(a),
+            short(b)
+        ),
+        fix,
+    ))
+}
+
+/// A number with at most 6 significant digits.
+fn short(v: f64) -> String {
+    format!("{}", (v * 1e6).round() / 1e6)
+}
+
+/// Findings from a load of the local file (counts and flags only).
+pub fn data_findings(schema: &Schema, report: &LoadReport) -> Vec<Finding> {
+    let rows = report.rows.max(1) as f64;
+    let mut out = Vec::new();
+    for (j, f) in schema.features.iter().enumerate() {
+        let missing = report.missing.get(j).map_or(0, |m| m.1);
+        let clipped = report.clipped.get(j).map_or(0, |c| c.1);
+        let saturated = report.saturated.get(j).map_or(0, |s| s.1);
+        let share = |n: usize| 100.0 * n as f64 / rows;
+        if missing as f64 > MISSING_SHARE * rows {
+            out.push(finding(
+                f,
+                format!("{:.0} % of its values are missing", share(missing)),
+                "drop the feature, or check that its missing markers are right",
+            ));
+        } else if report.constant.contains(&f.name) {
+            out.push(finding(
+                f,
+                "every value maps to the same coordinate: it is constant after the map and \
+                 carries no information"
+                    .into(),
+                "check its bounds (all values clipped to one bound?) or drop the feature",
+            ));
+        }
+        if clipped as f64 > CLIPPED_SHARE * rows {
+            out.push(finding(
+                f,
+                format!(
+                    "{:.0} % of its values lie outside [{}, {}] and were clipped",
+                    share(clipped),
+                    f.lo,
+                    f.hi
+                ),
+                "widen the bounds (public ones) if such values are real, or check the unit",
+            ));
+        }
+        if saturated as f64 > SATURATED_SHARE * rows {
+            out.push(finding(
+                f,
+                format!(
+                    "{:.0} % of its values standardise more than {FAR} scales from its centre, \
+                     so rows are projected along it and the other features are squeezed",
+                    share(saturated)
+                ),
+                "check its center and scale (in transformed units for log1p), or delete both \
+                 to derive them from the bounds",
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::csv::read_csv;
+
+    const SCHEMA: &str = r#"
+name = "trap"
+[label]
+column = "y"
+positive = "1"
+negative = "0"
+[[features]]
+name = "insulin"
+lo = 0
+hi = 900
+transform = "log1p"
+center = 200
+scale = 1
+[[features]]
+name = "age"
+lo = 20
+hi = 90
+"#;
+
+    fn rows(n: usize) -> String {
+        let mut s = String::from("insulin,age,y\n");
+        for i in 0..n {
+            s.push_str(&format!("{},{},{}\n", 20 + 3 * i, 30 + i % 40, i % 2));
+        }
+        s
+    }
+
+    #[test]
+    fn a_raw_unit_centre_is_found_with_its_transformed_value() {
+        let schema = Schema::from_toml_str(SCHEMA, "trap.toml").expect("valid");
+        let found = schema_findings(&schema);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let msg = found[0].to_string();
+        assert!(
+            msg.starts_with("feature `insulin`: center 200 is outside"),
+            "{msg}"
+        );
+        assert!(msg.contains("5.303305"), "ln 201 = 5.303305: {msg}");
+        let (_, report) = read_csv(rows(200).as_bytes(), "d.csv", &schema).expect("loads");
+        let data = data_findings(&schema, &report);
+        assert!(
+            data.iter().any(|f| f.feature.as_deref() == Some("insulin")
+                && f.problem.contains("scales from its centre")),
+            "{data:?}"
+        );
+        // The fixed schema (centre and scale derived from the bounds) has no finding.
+        let fixed = SCHEMA.replace("center = 200\nscale = 1\n", "");
+        let schema = Schema::from_toml_str(&fixed, "ok.toml").expect("valid");
+        assert!(schema_findings(&schema).is_empty());
+        let (_, report) = read_csv(rows(200).as_bytes(), "d.csv", &schema).expect("loads");
+        assert_eq!(data_findings(&schema, &report), vec![]);
+    }
+
+    #[test]
+    fn constant_clipped_and_missing_features_are_found() {
+        let schema = Schema::from_toml_str(
+            &SCHEMA.replace("center = 200\nscale = 1\n", "missing = \"NA\"\n"),
+            "x.toml",
+        )
+        .expect("valid");
+        // age is always 95: clipped to 90, so constant; insulin is mostly NA.
+        let mut text = String::from("insulin,age,y\n");
+        for i in 0..40 {
+            let insulin = if i < 37 {
+                "NA".to_owned()
+            } else {
+                i.to_string()
+            };
+            text.push_str(&format!("{insulin},95,{}\n", i % 2));
+        }
+        let (_, report) = read_csv(text.as_bytes(), "d.csv", &schema).expect("loads");
+        let found: Vec<String> = data_findings(&schema, &report)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert!(
+            found
+                .iter()
+                .any(|m| m.contains("`insulin`: 92 % of its values are missing")),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|m| m.contains("`age`: every value maps to the same")),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|m| m.contains("`age`: 100 % of its values lie outside")),
+            "{found:?}"
+        );
+    }
+}

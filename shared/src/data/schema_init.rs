@@ -1,0 +1,395 @@
+//! `dpagg-node schema init`: a commented schema drafted from a CSV file (issue 21).
+//!
+//! It writes every column of the file: the label's two values, each numeric column as a feature,
+//! the missing markers it saw (blank, `NA`, `NULL`, …) in `[csv] missing`, the separator when it
+//! is not a comma, and a commented list of the columns left out (not numbers).
+//!
+//! **Bounds are never silently taken from the data (invariant 2).** A feature's `lo` and `hi`
+//! are the smallest and largest values of the file rounded outward ([`round_out`]) — statistics
+//! of the private rows — so each is written with `bounds = "observed"`. Every release path
+//! refuses a schema that still has one ([`super::schema::Schema::require_public_bounds`]);
+//! `check` lists them and `check --strict` fails, until the user replaces them by public bounds
+//! and deletes the line. The exact minimum and maximum and the class counts are printed to the
+//! terminal (the [`Draft`] summary) and never written into the schema, which is meant to be
+//! shared.
+
+use super::csv::DataError;
+use super::csv::text::Text;
+use super::schema::Separator;
+use std::fmt::Write as _;
+
+/// Cells that commonly mean "not measured" in exported files.
+pub const MISSING_MARKERS: [&str; 14] = [
+    "", "NA", "N/A", "n/a", "na", "NaN", "nan", "NULL", "null", "None", "?", ".", "-", "#N/A",
+];
+
+/// Why no schema could be drafted.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    /// The file could not be read as CSV text.
+    #[error(transparent)]
+    Data(#[from] DataError),
+    /// The label column is not in the header.
+    #[error("{origin}:1: no column `{label}` in the header (columns: {columns})")]
+    NoLabel {
+        /// The file.
+        origin: String,
+        /// The column asked for.
+        label: String,
+        /// The header's columns.
+        columns: String,
+    },
+    /// The label column does not have exactly two values.
+    #[error(
+        "{origin}: label column `{label}` has {count} distinct value(s) ({values}); dpagg learns a yes/no outcome: export a column with exactly two values"
+    )]
+    NotBinary {
+        /// The file.
+        origin: String,
+        /// The label column.
+        label: String,
+        /// How many distinct values.
+        count: usize,
+        /// The first few, quoted.
+        values: String,
+    },
+    /// `--positive` is not one of the label's values.
+    #[error("--positive {value:?}: not a value of column `{label}` (its values: {values})")]
+    NoSuchPositive {
+        /// The value given.
+        value: String,
+        /// The label column.
+        label: String,
+        /// Its values.
+        values: String,
+    },
+    /// No column other than the label holds numbers.
+    #[error("{origin}: no numeric column besides `{label}`: nothing to learn from")]
+    NoFeatures {
+        /// The file.
+        origin: String,
+        /// The label column.
+        label: String,
+    },
+}
+
+/// One numeric column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    /// Header name.
+    pub name: String,
+    /// Smallest and largest number seen (printed to the terminal only).
+    pub min: f64,
+    /// See `min`.
+    pub max: f64,
+    /// Cells that were missing markers.
+    pub missing: usize,
+}
+
+/// What `schema init` found, and the schema text it drafted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Draft {
+    /// The schema, TOML with comments.
+    pub toml: String,
+    /// Data rows read.
+    pub rows: usize,
+    /// The separator used.
+    pub separator: Separator,
+    /// The numeric columns (the features), in header order.
+    pub features: Vec<Column>,
+    /// The columns left out (not numbers).
+    pub skipped: Vec<String>,
+    /// (positive, rows), (negative, rows).
+    pub classes: [(String, usize); 2],
+    /// The missing markers seen, in [`MISSING_MARKERS`] order.
+    pub markers: Vec<String>,
+}
+
+/// A cell as a number: decimal point, or a decimal comma with a separator other than `,`.
+fn number(cell: &str, separator: Separator) -> Option<f64> {
+    cell.parse::<f64>().ok().or_else(|| {
+        (separator != Separator::Comma && cell.matches(',').count() == 1 && !cell.contains('.'))
+            .then(|| cell.replace(',', ".").parse().ok())
+            .flatten()
+    })
+}
+
+/// A column as it is read: numbers seen, markers seen, the first non-number.
+#[derive(Default)]
+struct Survey {
+    min: f64,
+    max: f64,
+    numbers: usize,
+    missing: usize,
+    text: bool,
+}
+
+/// Drafts a schema from `reader` (a CSV file named `origin`) with `label` as the outcome;
+/// `positive` chooses the value mapped to +1 (default: see [`positive_of`]); `name` is the
+/// schema's name.
+pub fn draft<R: std::io::Read>(
+    reader: R,
+    origin: &str,
+    label: &str,
+    positive: Option<&str>,
+    name: &str,
+) -> Result<Draft, InitError> {
+    let text = Text::read(reader, origin)?;
+    let separator = Separator::detect(text.first_line());
+    let mut rdr = csv::ReaderBuilder::new()
+        .delimiter(separator.byte())
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
+    let csv_error = |e: csv::Error| DataError::Csv {
+        origin: origin.to_owned(),
+        line: e
+            .position()
+            .map_or(1, |p| text.record_line(p.byte() as usize)),
+        message: e.to_string(),
+    };
+    let header = rdr.headers().map_err(csv_error)?.clone();
+    let label_at = header
+        .iter()
+        .position(|h| h == label)
+        .ok_or_else(|| InitError::NoLabel {
+            origin: origin.to_owned(),
+            label: label.to_owned(),
+            columns: header.iter().collect::<Vec<_>>().join(", "),
+        })?;
+    let mut surveys: Vec<Survey> = header
+        .iter()
+        .map(|_| Survey {
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            ..Survey::default()
+        })
+        .collect();
+    let mut seen_markers = [false; MISSING_MARKERS.len()];
+    let mut classes: Vec<(String, usize)> = Vec::new();
+    let mut rows = 0;
+    let mut record = csv::StringRecord::new();
+    while rdr.read_record(&mut record).map_err(csv_error)? {
+        rows += 1;
+        for (j, cell) in record.iter().enumerate().take(header.len()) {
+            if j == label_at {
+                match classes.iter_mut().find(|(v, _)| v == cell) {
+                    Some((_, n)) => *n += 1,
+                    None => classes.push((cell.to_owned(), 1)),
+                }
+                continue;
+            }
+            survey_cell(&mut surveys[j], &mut seen_markers, cell, separator);
+        }
+    }
+    let classes = binary_classes(classes, origin, label, positive)?;
+    let features: Vec<Column> = header
+        .iter()
+        .zip(&surveys)
+        .enumerate()
+        .filter(|&(j, (_, s))| j != label_at && !s.text && s.numbers > 0)
+        .map(|(_, (h, s))| Column {
+            name: h.to_owned(),
+            min: s.min,
+            max: s.max,
+            missing: s.missing,
+        })
+        .collect();
+    if features.is_empty() {
+        return Err(InitError::NoFeatures {
+            origin: origin.to_owned(),
+            label: label.to_owned(),
+        });
+    }
+    let skipped = header
+        .iter()
+        .zip(&surveys)
+        .enumerate()
+        .filter(|&(j, (_, s))| j != label_at && (s.text || s.numbers == 0))
+        .map(|(_, (h, _))| h.to_owned())
+        .collect();
+    let markers = MISSING_MARKERS
+        .iter()
+        .zip(seen_markers)
+        .filter(|(_, seen)| *seen)
+        .map(|(m, _)| (*m).to_owned())
+        .collect();
+    let mut d = Draft {
+        toml: String::new(),
+        rows,
+        separator,
+        features,
+        skipped,
+        classes,
+        markers,
+    };
+    d.toml = render(&d, origin, label, name);
+    Ok(d)
+}
+
+/// Counts one cell of a feature column.
+fn survey_cell(s: &mut Survey, seen: &mut [bool], cell: &str, separator: Separator) {
+    if let Some(k) = MISSING_MARKERS.iter().position(|m| *m == cell) {
+        seen[k] = true;
+        s.missing += 1;
+    } else if let Some(v) = number(cell, separator).filter(|v| v.is_finite()) {
+        s.numbers += 1;
+        s.min = s.min.min(v);
+        s.max = s.max.max(v);
+    } else {
+        s.text = true;
+    }
+}
+
+/// The label's two values, positive first.
+fn binary_classes(
+    classes: Vec<(String, usize)>,
+    origin: &str,
+    label: &str,
+    positive: Option<&str>,
+) -> Result<[(String, usize); 2], InitError> {
+    let listed = || {
+        classes
+            .iter()
+            .take(6)
+            .map(|(v, _)| format!("{v:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let [a, b]: [(String, usize); 2] =
+        classes
+            .clone()
+            .try_into()
+            .map_err(|_| InitError::NotBinary {
+                origin: origin.to_owned(),
+                label: label.to_owned(),
+                count: classes.len(),
+                values: listed(),
+            })?;
+    let first_positive = match positive {
+        Some(p) if p == a.0 => true,
+        Some(p) if p == b.0 => false,
+        Some(p) => {
+            return Err(InitError::NoSuchPositive {
+                value: p.to_owned(),
+                label: label.to_owned(),
+                values: listed(),
+            });
+        }
+        None => positive_of(&a, &b),
+    };
+    Ok(if first_positive { [a, b] } else { [b, a] })
+}
+
+/// Whether `a` is the positive class of `{a, b}`: the yes-like value of a known pair
+/// (1/0, yes/no, true/false, pos/neg, positive/negative, y/n, case-insensitive), else the rarer
+/// value (an outcome of interest is usually the minority), else the later one in sort order.
+pub fn positive_of(a: &(String, usize), b: &(String, usize)) -> bool {
+    const YES: [&str; 7] = ["1", "yes", "true", "pos", "positive", "y", "t"];
+    const NO: [&str; 7] = ["0", "no", "false", "neg", "negative", "n", "f"];
+    let yes = |v: &str| YES.iter().position(|y| y.eq_ignore_ascii_case(v));
+    let no = |v: &str| NO.iter().position(|y| y.eq_ignore_ascii_case(v));
+    match (yes(&a.0), no(&b.0), yes(&b.0), no(&a.0)) {
+        (Some(i), Some(j), _, _) if i == j => true,
+        (_, _, Some(i), Some(j)) if i == j => false,
+        _ if a.1 != b.1 => a.1 < b.1,
+        _ => a.0 > b.0,
+    }
+}
+
+/// `[min, max]` rounded outward to a step of one power of ten below the range (a binary
+/// column stays [0, 1]; a constant one gets a range one step wide). A non-negative minimum
+/// stays non-negative.
+pub fn round_out(min: f64, max: f64) -> (f64, f64) {
+    let width = if max > min {
+        max - min
+    } else {
+        min.abs().max(1.0)
+    };
+    let step = 10f64.powf(width.log10().floor());
+    let lo = (min / step).floor() * step;
+    let mut hi = (max / step).ceil() * step;
+    if hi <= lo {
+        hi = lo + step;
+    }
+    (tidy(lo), tidy(hi))
+}
+
+/// `v` printed with at most 12 significant digits (rounding noise of the step removed).
+fn tidy(v: f64) -> f64 {
+    format!("{v:.12e}").parse().unwrap_or(v)
+}
+
+/// The schema text.
+fn render(d: &Draft, origin: &str, label: &str, name: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# Public schema drafted by `dpagg-node schema init` from {origin}.\n\
+         #\n\
+         # BEFORE ANYTHING IS RELEASED, make every bound public. Each feature below says\n\
+         # `bounds = \"observed\"`: its lo and hi are the smallest and largest values of YOUR file,\n\
+         # rounded outward: statistics of private rows. dpagg-node serve and publish and\n\
+         # dpagg-aggregator run refuse this schema until no such line is left. For each feature,\n\
+         # write public bounds (a published reference range, the instrument's or form's range, a\n\
+         # clinical plausibility range) and delete its `bounds` line; `dpagg-node check --strict`\n\
+         # passes when none is left. Values outside [lo, hi] are clipped to it.\n\
+         #\n\
+         # Every organisation uses this same file: nodes and aggregator compare its fingerprint.\n\
+         # Rows are mapped into the unit ball by centring and scaling each feature from its bounds\n\
+         # (see docs/own-data.md). For a skewed non-negative measurement (a count, a lab value,\n\
+         # money) add `transform = \"log1p\"` and `unit = ` a typical small value."
+    );
+    let _ = writeln!(s, "\nname = {}", quote(name));
+    let _ = writeln!(
+        s,
+        "description = {}",
+        quote(&format!("drafted from {origin}: say what the rows are"))
+    );
+    if d.separator != Separator::Comma || !d.markers.is_empty() {
+        let _ = writeln!(s, "\n[csv]");
+        if d.separator != Separator::Comma {
+            let _ = writeln!(s, "separator = {}", d.separator.toml());
+        }
+        if !d.markers.is_empty() {
+            let list: Vec<String> = d.markers.iter().map(|m| quote(m)).collect();
+            let _ = writeln!(
+                s,
+                "missing = [{}]  # cells meaning \"not measured\" (mapped to the feature's centre)",
+                list.join(", ")
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\n[label]\ncolumn = {}\npositive = {}  # the outcome of interest, +1\nnegative = {}",
+        quote(label),
+        quote(&d.classes[0].0),
+        quote(&d.classes[1].0)
+    );
+    for f in &d.features {
+        let (lo, hi) = round_out(f.min, f.max);
+        let _ = writeln!(
+            s,
+            "\n[[features]]\nname = {}\nlo = {lo:?}\nhi = {hi:?}\nbounds = \"observed\"  # replace lo and hi by public bounds, then delete this line",
+            quote(&f.name)
+        );
+    }
+    if !d.skipped.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n# Columns left out (not numbers): {}. A category becomes features as 0/1 columns in\n# the export.",
+            d.skipped.join(", ")
+        );
+    }
+    s
+}
+
+/// A TOML basic string.
+fn quote(v: &str) -> String {
+    toml::Value::String(v.to_owned()).to_string()
+}
+
+#[cfg(test)]
+#[path = "schema_init_tests.rs"]
+mod tests;

@@ -1,0 +1,99 @@
+//! Tests of `schema init`: what it writes, that its bounds are marked observed and refused,
+//! and that the draft loads the file it came from.
+use super::*;
+use crate::data::csv::read_csv;
+use crate::data::schema::Schema;
+
+fn draft_of(text: &str, label: &str) -> Draft {
+    draft(text.as_bytes(), "visits.csv", label, None, "visits").expect("drafts")
+}
+
+#[test]
+fn a_draft_names_every_column_and_loads_its_file() {
+    let text = "id;age;insulin;note;outcome\r\n\
+                a1;34;80,5;x;no\r\n\
+                a2;61;NA;y;yes\r\n\
+                a3;;120;z;no\r\n";
+    let d = draft_of(text, "outcome");
+    assert_eq!(d.separator, Separator::Semicolon);
+    assert_eq!(d.rows, 3);
+    let names: Vec<&str> = d.features.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["age", "insulin"]);
+    assert_eq!(d.skipped, ["id", "note"]);
+    assert_eq!(d.markers, ["", "NA"]);
+    assert_eq!(d.classes, [("yes".into(), 1), ("no".into(), 2)]);
+    assert_eq!((d.features[1].min, d.features[1].max), (80.5, 120.0));
+    // The draft is a valid schema, every bound marked observed, and refused for releases.
+    let schema = Schema::from_toml_str(&d.toml, "visits.schema.toml").expect(&d.toml);
+    assert_eq!(schema.observed_features(), ["age", "insulin"]);
+    let e = schema
+        .require_public_bounds("visits.schema.toml")
+        .expect_err("observed bounds are refused");
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("visits.schema.toml: feature `age` and 1 more: bounds observed"),
+        "{msg}"
+    );
+    // It loads the very file it was drafted from (separator, decimal comma, markers).
+    let (data, report) = read_csv(text.as_bytes(), "visits.csv", &schema).expect("loads");
+    assert_eq!(data.len(), 3);
+    assert_eq!(
+        report.missing,
+        vec![("age".into(), 1), ("insulin".into(), 1)]
+    );
+    assert_eq!(report.total_clipped(), 0);
+    // Neither the exact extremes nor the class counts are written into the shared file.
+    assert!(
+        !d.toml.contains("80.5") && !d.toml.contains("61"),
+        "{}",
+        d.toml
+    );
+    // Once the bounds are public and the lines deleted, nothing is refused.
+    let public = d.toml.replace("bounds = \"observed\"", "");
+    let schema = Schema::from_toml_str(&public, "x").expect("valid");
+    assert!(schema.require_public_bounds("x").is_ok());
+}
+
+#[test]
+fn the_label_must_have_two_values_and_positive_is_chosen_sensibly() {
+    let d = draft_of("x,y\n1,0\n2,1\n3,1\n", "y");
+    assert_eq!(d.classes[0].0, "1", "1/0: 1 is positive");
+    let d = draft_of("x,y\n1,B\n2,M\n3,B\n", "y");
+    assert_eq!(d.classes[0].0, "M", "otherwise the rarer value");
+    let d = draft(&b"x,y\n1,B\n2,M\n3,B\n"[..], "f.csv", "y", Some("B"), "n").expect("drafts");
+    assert_eq!(d.classes[0].0, "B", "--positive wins");
+    let e = draft(&b"x,y\n1,a\n2,b\n3,c\n"[..], "f.csv", "y", None, "n").expect_err("three");
+    assert!(
+        e.to_string()
+            .contains("has 3 distinct value(s) (\"a\", \"b\", \"c\")"),
+        "{e}"
+    );
+    let e = draft(&b"x,y\n1,a\n2,b\n"[..], "f.csv", "z", None, "n").expect_err("no column");
+    assert_eq!(
+        e.to_string(),
+        "f.csv:1: no column `z` in the header (columns: x, y)"
+    );
+    let e = draft(&b"x,y\n1,a\n2,b\n"[..], "f.csv", "y", Some("c"), "n").expect_err("bad");
+    assert!(
+        e.to_string()
+            .starts_with("--positive \"c\": not a value of column `y`"),
+        "{e}"
+    );
+    let e = draft(&b"x,y\na,a\nb,b\n"[..], "f.csv", "y", None, "n").expect_err("no numbers");
+    assert!(
+        e.to_string().contains("no numeric column besides `y`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bounds_round_outward() {
+    assert_eq!(round_out(21.0, 81.0), (20.0, 90.0));
+    assert_eq!(round_out(0.0, 1.0), (0.0, 1.0));
+    assert_eq!(round_out(0.053, 0.163), (0.0, 0.2));
+    assert_eq!(round_out(-3.5, 2.25), (-4.0, 3.0));
+    assert_eq!(round_out(5.0, 5.0), (5.0, 6.0));
+    assert_eq!(round_out(0.0, 0.0), (0.0, 1.0));
+    let (lo, hi) = round_out(143.5, 2501.0);
+    assert!(lo <= 143.5 && hi >= 2501.0 && lo >= 0.0, "{lo} {hi}");
+}
