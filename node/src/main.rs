@@ -4,7 +4,8 @@
 //! - `publish`: release a learner locally under the node's policy (same ledger as `serve`).
 //! - `publish-data`: make a data release (statistics, synthetic data) locally, same ledger.
 //! - `ledger`: spent and remaining budget, and every release.
-//! - `check`: validate a CSV against the public schema (nothing is released).
+//! - `check`: validate a CSV against the public schema and look for traps (nothing is released).
+//! - `schema init`: draft a commented public schema from a CSV file.
 //! - `split`: deal one CSV's rows over organisations (for trying dpagg by hand).
 //! - `health`: ask a running node whether it is serving (for container health checks).
 //! - `certs`: a development CA and identity folders (TLS certificates and signing keys).
@@ -13,6 +14,8 @@
 //! with a non-zero exit status; output goes through [`Out`], so a reader that goes away
 //! (`dpagg-node ledger | head -1`) ends the command cleanly.
 #![forbid(unsafe_code)]
+
+mod data_commands;
 
 use anyhow::{Context, Result, bail};
 use clap::{ArgMatches, Subcommand};
@@ -24,8 +27,6 @@ use dpagg_node::store::Store;
 use dpagg_node::tls::IdentityDir;
 use dpagg_node::transport::Security;
 use dpagg_shared::cli::{self, Out, exit::is_stdout_closed};
-use dpagg_shared::data::csv::load_csv;
-use dpagg_shared::data::schema::Schema;
 use dpagg_shared::privacy::data_release::{DataKind, DataSpec};
 use dpagg_shared::privacy::guarantee::PrivacyGuarantee;
 use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};
@@ -85,7 +86,9 @@ enum Command {
     },
     /// Print spent and remaining budget and the releases.
     Ledger(Settings),
-    /// Check a CSV file against a public schema (locally; nothing is released).
+    /// Check a CSV file against a public schema and look for traps — a centre in raw units, a
+    /// feature constant after the map, many values clipped or missing (locally; nothing is
+    /// released).
     Check {
         /// The organisation's data (CSV with a header row).
         #[arg(long, env = "DPAGG_DATA")]
@@ -93,7 +96,13 @@ enum Command {
         /// The public schema (TOML).
         #[arg(long, env = "DPAGG_SCHEMA")]
         schema: PathBuf,
+        /// Exit non-zero on any warning (bounds still observed, a trap of the map).
+        #[arg(long)]
+        strict: bool,
     },
+    /// Draft a public schema from a CSV file (`schema init`).
+    #[command(subcommand)]
+    Schema(data_commands::SchemaCommand),
     /// Deal the rows of one CSV over organisations (to try dpagg by hand with one dataset).
     Split {
         /// The CSV file to deal (header row first).
@@ -205,52 +214,6 @@ fn certs(command: Certs, out: &mut Out) -> Result<()> {
             out,
             "{}: ca.pem cert.pem key.pem signing.key signing.pub",
             d.display()
-        )?;
-    }
-    Ok(())
-}
-
-fn check(data: PathBuf, schema: PathBuf, out: &mut Out) -> Result<()> {
-    let schema = Schema::load(&schema)?;
-    let (dataset, report) = load_csv(&data, &schema)?;
-    let positive = dataset.labels().iter().filter(|&&l| l > 0.0).count();
-    writeln!(
-        out,
-        "{}: {} rows ({} `{}`, {} `{}`), {} columns after normalisation",
-        data.display(),
-        report.rows,
-        positive,
-        schema.label.positive,
-        dataset.len() - positive,
-        schema.label.negative,
-        schema.dim()
-    )?;
-    writeln!(
-        out,
-        "schema `{}` fingerprint {}",
-        schema.name,
-        schema.fingerprint()
-    )?;
-    writeln!(
-        out,
-        "max row norm {:.6} (the privacy proofs need ≤ 1)",
-        dataset.max_row_norm()
-    )?;
-    if !report.ignored.is_empty() {
-        writeln!(
-            out,
-            "ignored {} column(s) not in the schema: {}",
-            report.ignored.len(),
-            report.ignored.join(", ")
-        )?;
-    }
-    if report.total_clipped() == 0 {
-        writeln!(out, "no value outside the schema bounds")?;
-    }
-    for (feature, count) in report.clipped.iter().filter(|(_, c)| *c > 0) {
-        writeln!(
-            out,
-            "clipped {count} value(s) of `{feature}` to its schema bounds"
         )?;
     }
     Ok(())
@@ -580,7 +543,12 @@ fn run(command: Command, matches: &ArgMatches, out: &mut Out) -> Result<()> {
             publish_data(config.resolve(matches)?, &spec, out)
         }
         Command::Ledger(settings) => ledger(settings.resolve(matches)?, out),
-        Command::Check { data, schema } => check(data, schema, out),
+        Command::Check {
+            data,
+            schema,
+            strict,
+        } => data_commands::check(&data, &schema, strict, out),
+        Command::Schema(command) => data_commands::schema(command, out),
         Command::Split {
             data,
             into,

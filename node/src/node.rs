@@ -104,7 +104,10 @@ impl Node {
                 origin: config.schema.display().to_string(),
                 source,
             })?;
-        let schema = Schema::from_toml_str(&schema_toml, &config.schema.display().to_string())?;
+        let origin = config.schema.display().to_string();
+        let schema = Schema::from_toml_str(&schema_toml, &origin)?;
+        // Invariant 2: bounds read off the data (`schema init`) never reach a release.
+        schema.require_public_bounds(&origin)?;
         let (data, raw, report) = load_csv_with_raw(&config.data, &schema)?;
         tracing::info!(
             rows = report.rows,

@@ -4,8 +4,10 @@
 //! The rows are shuffled with a seed (this is a simulation aid: no release depends on it) and
 //! dealt in turn, so the parts' sizes differ by at most one row. Each part keeps the header and
 //! is written atomically as `OUT/NAME.csv`; nothing is written unless every part can be. Fields
-//! are re-quoted only where CSV needs it, so values are copied exactly.
+//! are re-quoted only where CSV needs it, so values are copied exactly, and the parts keep the
+//! input's separator (`,` `;` tab or `|`, detected from the header line as the loader does).
 
+use dpagg_shared::data::schema::Separator;
 use dpagg_shared::privacy::noise::derived_rng;
 use dpagg_shared::util::files::atomic_write;
 use rand::seq::SliceRandom;
@@ -66,31 +68,57 @@ fn check_name(name: &str) -> Result<(), SplitError> {
     }
 }
 
-/// Reads the header and the data rows of `input`.
-fn read(input: &Path) -> Result<(csv::StringRecord, Vec<csv::StringRecord>), SplitError> {
+/// The header and data rows of `input`, read with the separator its header line uses (`,` `;`
+/// tab or `|`, as the loader detects it).
+struct Table {
+    header: csv::StringRecord,
+    rows: Vec<csv::StringRecord>,
+    separator: u8,
+}
+
+/// Reads `input`.
+fn read(input: &Path) -> Result<Table, SplitError> {
+    let path = input.display().to_string();
     let bad = |e: csv::Error| SplitError::Input {
-        path: input.display().to_string(),
+        path: path.clone(),
         reason: e
             .to_string()
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" "),
     };
+    let bytes = std::fs::read(input).map_err(|e| SplitError::Input {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    let first = text.lines().next().unwrap_or_default();
+    let separator = Separator::detect(first.trim_start_matches('\u{feff}')).byte();
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
-        .from_path(input)
-        .map_err(bad)?;
+        .delimiter(separator)
+        .from_reader(bytes.as_slice());
     let header = reader.headers().map_err(bad)?.clone();
     let rows = reader
         .records()
         .collect::<Result<Vec<_>, _>>()
         .map_err(bad)?;
-    Ok((header, rows))
+    Ok(Table {
+        header,
+        rows,
+        separator,
+    })
 }
 
-/// One part as CSV bytes.
-fn encode(header: &csv::StringRecord, rows: &[&csv::StringRecord]) -> Result<Vec<u8>, csv::Error> {
-    let mut w = csv::Writer::from_writer(Vec::new());
+/// One part as CSV bytes, with the input's separator.
+fn encode(
+    header: &csv::StringRecord,
+    rows: &[&csv::StringRecord],
+    separator: u8,
+) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::WriterBuilder::new()
+        .delimiter(separator)
+        .from_writer(Vec::new());
     w.write_record(header)?;
     for r in rows {
         w.write_record(*r)?;
@@ -113,7 +141,11 @@ pub fn split_csv(
             return Err(SplitError::DuplicateName(name.clone()));
         }
     }
-    let (header, rows) = read(input)?;
+    let Table {
+        header,
+        rows,
+        separator,
+    } = read(input)?;
     if names.len() < 2 || rows.len() < names.len() {
         return Err(SplitError::TooFew {
             path: input.display().to_string(),
@@ -132,7 +164,7 @@ pub fn split_csv(
             .map(|&i| &rows[i])
             .collect();
         let path = out.join(format!("{name}.csv"));
-        let bytes = encode(&header, &part).map_err(|e| SplitError::Write {
+        let bytes = encode(&header, &part, separator).map_err(|e| SplitError::Write {
             path: path.display().to_string(),
             source: std::io::Error::other(e.to_string()),
         })?;

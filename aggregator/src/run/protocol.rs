@@ -45,6 +45,8 @@ fn load(path: &Path, schema: &Schema) -> Result<Dataset> {
 
 fn own_data(config: &RunConfig) -> Result<OwnData> {
     let schema = Schema::load(&config.schema)?;
+    // Invariant 2: bounds read off the data (`schema init`) are refused here as by the nodes.
+    schema.require_public_bounds(&config.schema.display().to_string())?;
     let data = load(&config.data, &schema)?;
     let (train, test) = match &config.test {
         TestSet::File(path) => (data, load(path, &schema)?),

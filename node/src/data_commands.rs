@@ -1,0 +1,187 @@
+//! The node's commands on a data file, nothing released: `check` (does the file fit the schema,
+//! and does the schema set a trap for it?) and `schema init` (draft a schema from the file).
+//! Part of the `dpagg-node` binary (errors are `anyhow`, output goes through [`Out`]).
+
+use anyhow::{Context, Result, bail};
+use dpagg_shared::cli::Out;
+use dpagg_shared::data::csv::load_csv_for_check;
+use dpagg_shared::data::diagnose::{data_findings, schema_findings};
+use dpagg_shared::data::schema::Schema;
+use dpagg_shared::data::schema_init::draft;
+use dpagg_shared::util::files::atomic_write;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// `dpagg-node schema …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum SchemaCommand {
+    /// Draft a commented public schema from a CSV file: every column, the label's values, the
+    /// missing markers seen, and bounds marked `observed` that must be replaced by public ones.
+    Init {
+        /// The CSV file (header row first).
+        #[arg(long)]
+        data: PathBuf,
+        /// The column holding the outcome (exactly two values).
+        #[arg(long)]
+        label: String,
+        /// The label value that maps to +1 [default: the yes-like or the rarer value].
+        #[arg(long)]
+        positive: Option<String>,
+        /// Where to write the schema [default: DATA's name with .schema.toml].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Overwrite OUT if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// Runs `schema init`.
+pub fn schema(command: SchemaCommand, out: &mut Out) -> Result<()> {
+    let SchemaCommand::Init {
+        data,
+        label,
+        positive,
+        out: target,
+        force,
+    } = command;
+    let target = target.unwrap_or_else(|| data.with_extension("schema.toml"));
+    if target.exists() && !force {
+        bail!(
+            "{}: exists; give another --out or --force to overwrite it",
+            target.display()
+        );
+    }
+    let origin = data.display().to_string();
+    let file = std::fs::File::open(&data).with_context(|| format!("{origin}: cannot read"))?;
+    let name = data
+        .file_stem()
+        .map_or_else(|| "data".to_owned(), |s| s.to_string_lossy().into_owned());
+    let d = draft(file, &origin, &label, positive.as_deref(), &name)?;
+    atomic_write(&target, d.toml.as_bytes())
+        .with_context(|| format!("{}: cannot write", target.display()))?;
+    writeln!(
+        out,
+        "wrote {}: {} feature(s) from {} rows of {} (separator {})",
+        target.display(),
+        d.features.len(),
+        d.rows,
+        origin,
+        d.separator.name()
+    )?;
+    let [(pos, np), (neg, nn)] = &d.classes;
+    writeln!(
+        out,
+        "label `{label}`: {pos:?} (+1) {np} rows, {neg:?} (−1) {nn} rows"
+    )?;
+    if !d.markers.is_empty() {
+        let m: Vec<String> = d.markers.iter().map(|m| format!("{m:?}")).collect();
+        writeln!(out, "missing markers seen: {}", m.join(", "))?;
+    }
+    if !d.skipped.is_empty() {
+        writeln!(out, "left out (not numbers): {}", d.skipped.join(", "))?;
+    }
+    writeln!(
+        out,
+        "observed in this file (private; only printed here, never written to the schema):"
+    )?;
+    for f in &d.features {
+        writeln!(
+            out,
+            "  {}: {} to {}{}",
+            f.name,
+            f.min,
+            f.max,
+            if f.missing > 0 {
+                format!(", {} missing", f.missing)
+            } else {
+                String::new()
+            }
+        )?;
+    }
+    writeln!(
+        out,
+        "next: replace every `bounds = \"observed\"` feature's lo and hi by public bounds and \
+         delete that line, then: dpagg-node check --data {} --schema {} --strict",
+        data.display(),
+        target.display()
+    )?;
+    Ok(())
+}
+
+/// Runs `check`: loads the file, prints what it found and every trap with its fix; with
+/// `strict`, any trap is an error.
+pub fn check(data: &Path, schema_path: &Path, strict: bool, out: &mut Out) -> Result<()> {
+    let schema = Schema::load(schema_path)?;
+    let (dataset, report) = load_csv_for_check(data, &schema)?;
+    let positive = dataset.labels().iter().filter(|&&l| l > 0.0).count();
+    writeln!(
+        out,
+        "{}: {} rows ({} `{}`, {} `{}`), {} columns after normalisation ({} map)",
+        data.display(),
+        report.rows,
+        positive,
+        schema.label.positive,
+        dataset.len() - positive,
+        schema.label.negative,
+        schema.dim(),
+        match schema.mode() {
+            dpagg_shared::data::normalise::MapMode::Ball => "ball",
+            dpagg_shared::data::normalise::MapMode::Paper => "paper",
+        }
+    )?;
+    writeln!(
+        out,
+        "schema `{}` fingerprint {}",
+        schema.name,
+        schema.fingerprint()
+    )?;
+    writeln!(
+        out,
+        "max row norm {:.6} (the privacy proofs need ≤ 1); {} of {} rows projected onto the ball",
+        dataset.max_row_norm(),
+        report.projected,
+        report.rows
+    )?;
+    if !report.ignored.is_empty() {
+        writeln!(
+            out,
+            "ignored {} column(s) not in the schema: {}",
+            report.ignored.len(),
+            report.ignored.join(", ")
+        )?;
+    }
+    if report.total_clipped() == 0 {
+        writeln!(out, "no value outside the schema bounds")?;
+    }
+    for (feature, count) in report.clipped.iter().filter(|(_, c)| *c > 0) {
+        writeln!(
+            out,
+            "clipped {count} value(s) of `{feature}` to its schema bounds"
+        )?;
+    }
+    for (feature, count) in report.missing.iter().filter(|(_, c)| *c > 0) {
+        writeln!(
+            out,
+            "{count} missing value(s) of `{feature}` (mapped to its centre)"
+        )?;
+    }
+    let findings: Vec<String> = schema_findings(&schema)
+        .into_iter()
+        .chain(data_findings(&schema, &report))
+        .map(|f| f.to_string())
+        .collect();
+    for f in &findings {
+        writeln!(out, "warning: {f}")?;
+    }
+    if findings.is_empty() {
+        writeln!(out, "no trap found")?;
+    } else if strict {
+        bail!(
+            "{}: {} warning(s) (--strict)",
+            schema_path.display(),
+            findings.len()
+        );
+    }
+    Ok(())
+}
