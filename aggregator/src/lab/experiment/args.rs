@@ -120,6 +120,29 @@ pub(super) struct UtilityArgs {
     /// errors in cross-validation) [default: the aggregator's].
     #[arg(long)]
     pub(super) select_z: Option<f64>,
+    /// Your own CSV instead of the built-in scenarios: would joining pay for these rows? (needs
+    /// --schema; see docs/own-data.md).
+    #[arg(long, requires = "schema")]
+    pub(super) dataset: Option<PathBuf>,
+    /// The public schema (TOML) of --dataset.
+    #[arg(long, requires = "dataset")]
+    pub(super) schema: Option<PathBuf>,
+    /// With --dataset: organisations over which the training rows are dealt equally; the first
+    /// aggregates, the others are nodes [default: 10].
+    #[arg(long, requires = "dataset")]
+    pub(super) orgs: Option<usize>,
+    /// With --dataset: rows of each organisation, comma-separated, the aggregator's first (e.g.
+    /// 100,2000,2000); rows beyond the sum are left out.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        conflicts_with = "orgs",
+        requires = "dataset"
+    )]
+    pub(super) rows_per_org: Vec<usize>,
+    /// With --dataset: fraction of each class held out as the test set [default: 0.2].
+    #[arg(long, requires = "dataset")]
+    pub(super) test_fraction: Option<f64>,
 }
 
 /// Arguments of `experiment synthetic`.

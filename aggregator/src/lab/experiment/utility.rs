@@ -23,6 +23,7 @@
 use super::args::UtilityArgs;
 use super::figures::{self, csv_text, eps, num};
 use super::harness::{create_out, progress_bar, write, write_figure};
+use super::own_data::{Layout, OwnData};
 use super::plot::{Line, Mark, PALETTE, Panel, Series, Shape};
 use anyhow::{Context, Result, anyhow};
 use dpagg_shared::aggregate::select::{Candidate, SelectionConfig, choose_final, tuned_logistic};
@@ -75,6 +76,8 @@ pub(super) enum Source {
     Real(Bundled, Dataset),
     Synthetic(SyntheticData),
     Clinic,
+    /// A user's CSV (`--dataset`, `--schema`).
+    Csv(OwnData),
 }
 
 impl Source {
@@ -103,6 +106,7 @@ impl Source {
                 (test, parts)
             }
             Self::Synthetic(d) => (d.test.clone(), equal_partition(&d.train, 100, &mut rng)?),
+            Self::Csv(own) => return own.split(seed, path),
             Self::Clinic => {
                 let mut parts = vec![clinic_rows(CLINIC_OWN_ROWS, &mut rng)];
                 parts.extend(
@@ -134,6 +138,23 @@ struct Run {
 pub(super) fn private_learner(epsilon: f64, data: &Dataset, seed: u64) -> Result<LinearClassifier> {
     let m = MechanismKind::ObjectivePerturbation.build(epsilon, 0.0, Lambda::Auto)?;
     Ok(m.release(data, &mut NoiseSource::seeded(seed))?.classifier)
+}
+
+/// The scenarios of a run: the built-in four, or the user's CSV.
+fn scenarios(args: &UtilityArgs) -> Result<Vec<(String, Source)>> {
+    let (Some(data), Some(schema)) = (&args.dataset, &args.schema) else {
+        return SCENARIOS
+            .iter()
+            .map(|&name| Ok((name.to_owned(), Source::of(name, args.sweep.seed)?)))
+            .collect();
+    };
+    let layout = Layout {
+        test_fraction: args.test_fraction.unwrap_or(0.2),
+        orgs: args.orgs.unwrap_or(10),
+        rows_per_org: args.rows_per_org.clone(),
+    };
+    let own = OwnData::load(data, schema, layout)?;
+    Ok(vec![(own.name.clone(), Source::Csv(own))])
 }
 
 /// Every ε of one trial of one scenario.
@@ -198,18 +219,18 @@ pub(super) fn run(args: UtilityArgs, stdout: &mut Out) -> Result<()> {
     {
         return Err(anyhow!("--epsilons: {e} is not a finite number > 0"));
     }
+    let scenarios = scenarios(&args)?;
     create_out(&sweep.out)?;
     let start = Instant::now();
     let bar = progress_bar()?;
-    bar.set_length((SCENARIOS.len() * sweep.trials) as u64);
+    bar.set_length((scenarios.len() * sweep.trials) as u64);
     let mut runs = Vec::new();
-    for (k, name) in SCENARIOS.iter().enumerate() {
+    for (k, (name, source)) in scenarios.iter().enumerate() {
         bar.set_message(format!("utility: {name}"));
-        let source = Source::of(name, sweep.seed)?;
         let batch: Vec<Vec<Run>> = (0..sweep.trials)
             .into_par_iter()
             .map(|t| {
-                let r = trial(k, &source, &args, t);
+                let r = trial(k, source, &args, t);
                 bar.inc(1);
                 r
             })
@@ -217,21 +238,28 @@ pub(super) fn run(args: UtilityArgs, stdout: &mut Out) -> Result<()> {
         runs.extend(batch.into_iter().flatten());
     }
     bar.finish_and_clear();
-    let cells = cells(&runs, &sweep.epsilons);
-    write(&sweep.out, "utility_runs.csv", &runs_csv(&runs)?)?;
+    let names: Vec<&str> = scenarios.iter().map(|(n, _)| n.as_str()).collect();
+    let cells = cells(&names, &runs, &sweep.epsilons);
+    write(&sweep.out, "utility_runs.csv", &runs_csv(&names, &runs)?)?;
+    let mut wrote = "utility_runs.csv, utility.csv, utility_paired.csv, utility.md";
+    if let Some((_, Source::Csv(own))) = scenarios.first() {
+        let splits = own.splits_csv(sweep.seed, sweep.trials, |t| vec![SPLIT, 0, t])?;
+        write(&sweep.out, "utility_splits.csv", &splits)?;
+        wrote = "utility_runs.csv, utility.csv, utility_paired.csv, utility_splits.csv, utility.md";
+    }
     write(&sweep.out, "utility.csv", &summary_csv(&cells)?)?;
     write(&sweep.out, "utility_paired.csv", &paired_csv(&cells)?)?;
-    let md = markdown(&cells, sweep.trials);
+    let md = markdown(&cells, sweep.trials, args.dataset.is_some());
     write(&sweep.out, "utility.md", md.as_bytes())?;
     write_figure(
         &sweep.out,
         "utility",
-        &figures::figure("utility", panels(&cells), 520),
+        &figures::figure("utility", panels(&names, &cells), 520),
     )?;
     write!(stdout, "{md}")?;
     writeln!(
         stdout,
-        "wrote utility_runs.csv, utility.csv, utility_paired.csv, utility.md and utility.png to {} in {:.1} s",
+        "wrote {wrote} and utility.png to {} in {:.1} s",
         sweep.out.display(),
         start.elapsed().as_secs_f64()
     )?;
@@ -259,8 +287,8 @@ impl Paired {
 }
 
 /// One (scenario, ε) over trials.
-struct Cell {
-    scenario: &'static str,
+struct Cell<'a> {
+    scenario: &'a str,
     epsilon: f64,
     trials: usize,
     columns: Vec<Summary>,
@@ -269,9 +297,9 @@ struct Cell {
     chosen: Vec<(Candidate, usize)>,
 }
 
-fn cells(runs: &[Run], epsilons: &[f64]) -> Vec<Cell> {
+fn cells<'a>(names: &[&'a str], runs: &[Run], epsilons: &[f64]) -> Vec<Cell<'a>> {
     let mut out = Vec::new();
-    for (k, name) in SCENARIOS.iter().enumerate() {
+    for (k, &name) in names.iter().enumerate() {
         for &epsilon in epsilons {
             let here: Vec<&Run> = runs
                 .iter()
@@ -302,7 +330,7 @@ fn cells(runs: &[Run], epsilons: &[f64]) -> Vec<Cell> {
     out
 }
 
-fn runs_csv(runs: &[Run]) -> Result<Vec<u8>> {
+fn runs_csv(names: &[&str], runs: &[Run]) -> Result<Vec<u8>> {
     let mut header = vec!["scenario", "epsilon", "trial"];
     header.extend(COLUMNS);
     header.push("chosen");
@@ -310,7 +338,7 @@ fn runs_csv(runs: &[Run]) -> Result<Vec<u8>> {
         .iter()
         .map(|r| {
             let mut line = vec![
-                SCENARIOS[r.scenario].to_owned(),
+                names[r.scenario].to_owned(),
                 eps(r.epsilon),
                 r.trial.to_string(),
             ];
@@ -407,7 +435,7 @@ pub(super) fn points(p: Paired) -> String {
     )
 }
 
-fn markdown(cells: &[Cell], trials: usize) -> String {
+fn markdown(cells: &[Cell], trials: usize, own_data: bool) -> String {
     let mut s = format!(
         "experiment utility: {trials} trials; nodes release objective perturbation (ε-DP, λ = auto); accuracies are means over trials; differences in points with 95 % intervals\n\n"
     );
@@ -429,6 +457,11 @@ fn markdown(cells: &[Cell], trials: usize) -> String {
             points(c.final_minus_centralised),
             chosen.join("/")
         );
+    }
+    if own_data {
+        s.push('\n');
+        s.push_str(&own_data_answer(cells));
+        return s;
     }
     let worst = cells.iter().min_by(|a, b| {
         a.final_minus_local
@@ -473,10 +506,44 @@ fn markdown(cells: &[Cell], trials: usize) -> String {
     s
 }
 
+/// The answer to "would joining pay for my data?" in words, from the paired final − local
+/// differences of a `--dataset` run (the aggregator is organisation 1 of the split).
+fn own_data_answer(cells: &[Cell]) -> String {
+    let Some(best) = cells.iter().max_by(|a, b| {
+        a.final_minus_local
+            .mean
+            .total_cmp(&b.final_minus_local.mean)
+    }) else {
+        return String::new();
+    };
+    let gain = best.final_minus_local;
+    let at = format!(
+        "{} [{}] points at ε = {} over the tuned local model ({} trials)",
+        format_args!("{:+.1}", 100.0 * gain.mean),
+        format_args!("{:+.1}, {:+.1}", 100.0 * gain.low, 100.0 * gain.high),
+        eps(best.epsilon),
+        best.trials
+    );
+    let sentence = if gain.low > 0.0 {
+        format!("Joining pays for the aggregator's rows: the final model gains {at}.")
+    } else if gain.mean > 0.0 {
+        format!(
+            "Joining may help a little, but the evidence is weak: the final model gains {at}; \
+             the interval includes 0."
+        )
+    } else {
+        format!(
+            "Joining does not help these rows at any ε tried: the best is {at}. The final model \
+             keeps the local one when the others' learners do not help, so it costs little."
+        )
+    };
+    format!("{sentence}\n")
+}
+
 /// One panel per scenario: accuracy against ε of the final model, mirror averaging, stacking
 /// and the trusted curator, with the tuned local and centralised levels.
-fn panels(cells: &[Cell]) -> Vec<Panel> {
-    SCENARIOS
+fn panels(names: &[&str], cells: &[Cell]) -> Vec<Panel> {
+    names
         .iter()
         .map(|&name| {
             let here: Vec<&Cell> = cells.iter().filter(|c| c.scenario == name).collect();
