@@ -604,6 +604,43 @@ async fn the_final_model_never_sees_the_test_rows() {
         );
         let r = report(dir.path());
         assert_eq!(r["test_rows"], 100);
+        // predict on the test file reproduces the report's test accuracy exactly (issue 21).
+        let scored = run(
+            "dpagg-aggregator",
+            &[
+                "predict",
+                "--model",
+                "report/model.json",
+                "--data",
+                test,
+                "--out",
+                "scores.csv",
+            ],
+            dir.path(),
+        );
+        assert_success(&scored);
+        let said = String::from_utf8_lossy(&scored.stdout).into_owned();
+        let accuracy: f64 = said
+            .split("; accuracy ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("no accuracy in {said}"));
+        assert_eq!(
+            Some(accuracy),
+            r["final_model"]["test_accuracy"].as_f64(),
+            "{said}"
+        );
+        let scores = std::fs::read_to_string(dir.path().join("scores.csv")).expect("scores");
+        assert_eq!(
+            scores.lines().count(),
+            101,
+            "a header and one line per test row"
+        );
+        assert!(
+            scores.starts_with("row,predicted,probability,margin\n1,"),
+            "{scores}"
+        );
         assert_eq!(
             r["final_model"]["candidates"]
                 .as_array()

@@ -9,6 +9,7 @@
 //! - [`protocol`]: the protocol itself — own data, local baseline, fetch, screen, mirror averaging,
 //!   comparators — producing a [`report::Report`].
 //! - [`report`]: the terminal table, `report.json` and `report.html`.
+//! - [`model`]: `model.json` (the final model with its complete map) and `predict`.
 //! - [`synthetic`]: `--train-on synthetic` — each node's synthetic rows (seed 003, Gaussian-
 //!   perturbed) pooled with the own training rows, a logistic regression on the pool.
 //! - [`trust`]: signed learners (checked before aggregation), the signed report and its
@@ -21,6 +22,7 @@ pub mod config;
 #[cfg(test)]
 mod config_fuzz;
 pub mod fetch;
+pub mod model;
 pub mod protocol;
 pub mod report;
 pub mod synthetic;
@@ -37,6 +39,18 @@ use std::io::Write;
 pub enum Command {
     /// Collect the organisations' private learners and mirror-average them on own data.
     Run(Box<config::Settings>),
+    /// Score the rows of a CSV with a run's model.json: predicted label, probability, margin.
+    Predict {
+        /// The model.json a run wrote.
+        #[arg(long)]
+        model: std::path::PathBuf,
+        /// The rows to score (CSV with the schema's feature columns; the label column optional).
+        #[arg(long)]
+        data: std::path::PathBuf,
+        /// Where to write `row,predicted,probability,margin` [default: stdout].
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
     /// Check a report offline: every included release's signature and the report's own.
     Verify {
         /// The report.json to check.
@@ -52,6 +66,11 @@ impl Command {
     pub fn run(self, matches: &ArgMatches, out: &mut Out) -> Result<()> {
         match self {
             Self::Run(settings) => run(&settings.resolve(matches)?, out),
+            Self::Predict {
+                model: path,
+                data,
+                out: target,
+            } => model::predict(&path, &data, target.as_deref(), out),
             Self::Verify {
                 report,
                 signing_keys,

@@ -259,6 +259,7 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         synthetic,
         signed_by: None,
         signature: None,
+        schema: Some(own.schema),
     }
     .with_summary())
 }

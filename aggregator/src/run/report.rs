@@ -5,11 +5,13 @@
 //! must not be able to inject markup into the aggregator's report.
 
 use crate::run::fetch::NodeOutcome;
+use crate::run::model::ModelFile;
 use crate::run::synthetic::SyntheticView;
 use crate::run::trust::SignatureView;
 use anyhow::{Context, Result};
 use dpagg_shared::Dataset;
 use dpagg_shared::aggregate::select::{Candidate, FinalModel, paired_gain};
+use dpagg_shared::data::schema::Schema;
 use dpagg_shared::privacy::release::PublishedLearner;
 use dpagg_shared::util::files::atomic_write;
 use dpagg_shared::util::stats::wilson_interval;
@@ -164,6 +166,9 @@ pub struct Report {
     /// The aggregator's signature over this report (`dpagg-aggregator verify`; see
     /// `crate::run::trust`). Absent from plain-text runs.
     pub signature: Option<SignatureView>,
+    /// The schema the own rows were mapped by (written into `model.json`, not the report).
+    #[serde(skip)]
+    pub schema: Option<Schema>,
 }
 
 /// What the final model says in words about its privacy.
@@ -444,25 +449,16 @@ impl Report {
         lines
     }
 
-    /// `model.json`: the final model's weights, ready to use, with its provenance.
-    pub fn model_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "candidate": self.final_model.chosen,
-            "weights": self.final_model.weights,
-            "schema_fingerprint": self.schema_fingerprint,
-            "generated_at": self.generated_at,
-            "predict": "sign(<weights, x>) on rows normalised by the schema (intercept column last); +1 is the schema's positive label",
-            "privacy": FINAL_PRIVACY,
-        })
-    }
-
     /// Writes `report.json`, `model.json` and `report.html` into `dir` (created if needed), each atomically.
     pub fn write(&self, dir: &Path) -> Result<()> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("{}: cannot create the output folder", dir.display()))?;
         let json = serde_json::to_vec_pretty(self).context("cannot encode the report")?;
-        let model =
-            serde_json::to_vec_pretty(&self.model_json()).context("cannot encode the model")?;
+        let schema = self
+            .schema
+            .as_ref()
+            .context("the report has no schema to write model.json with")?;
+        let model = ModelFile::of(self, schema).to_json()?;
         for (name, bytes) in [
             ("report.json", json),
             ("model.json", model),
@@ -785,6 +781,7 @@ mod tests {
             synthetic: None,
             signed_by: None,
             signature: None,
+            schema: None,
         }
         .with_summary();
         let html = report.html();
@@ -799,7 +796,17 @@ mod tests {
             report.table()
         );
         assert!(html.contains("not with respect to the aggregator&#39;s own records"));
-        assert_eq!(report.model_json()["weights"][0], 1.0);
+        let schema = Schema::from_toml_str(
+            "name = \"t\"\nintercept = false\n[label]\ncolumn = \"y\"\npositive = \"1\"\nnegative = \"0\"\n[[features]]\nname = \"a\"\nlo = 0\nhi = 1\n",
+            "t.toml",
+        )
+        .expect("schema");
+        let model = ModelFile::of(&report, &schema);
+        assert_eq!(
+            (model.weights[0], model.candidate.as_str()),
+            (1.0, "stacking")
+        );
+        assert_eq!(model.columns, ["a"]);
         assert!(report.table().contains("95 % interval"));
         assert!(report.table().contains("warning: a <b>warning</b>"));
         assert!(html.contains("&lt;script&gt;"));

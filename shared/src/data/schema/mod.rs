@@ -228,7 +228,7 @@ impl Schema {
     /// Parses and validates a schema from TOML text. `origin` (usually the file name) starts every
     /// error message.
     pub fn from_toml_str(text: &str, origin: &str) -> Result<Schema, SchemaError> {
-        let mut schema: Schema = toml::from_str(text).map_err(|e| {
+        let schema: Schema = toml::from_str(text).map_err(|e| {
             let (line, column) = match e.span() {
                 Some(span) => {
                     let (l, c) = line_col(text, span.start);
@@ -243,10 +243,17 @@ impl Schema {
                 message: one_line(e.message()),
             }
         })?;
-        schema.validate(origin)?;
-        schema.fill_ball_defaults();
-        schema.validate_normalisation(origin)?;
-        Ok(schema)
+        schema.validated(origin)
+    }
+
+    /// Checks a schema built or deserialised by other means (e.g. read back from `model.json`)
+    /// as [`Schema::from_toml_str`] does, filling in the ball map's defaults; `origin` starts
+    /// every error message.
+    pub fn validated(mut self, origin: &str) -> Result<Schema, SchemaError> {
+        self.validate(origin)?;
+        self.fill_ball_defaults();
+        self.validate_normalisation(origin)?;
+        Ok(self)
     }
 
     /// In ball mode, writes every default (the table itself, row scale, intercept constant,
