@@ -247,4 +247,22 @@ mod tests {
         assert!(missing.to_string().contains("nope.csv"), "{missing}");
         assert!(!out.exists(), "nothing written");
     }
+
+    #[test]
+    fn an_excel_export_keeps_its_separator_and_decimal_commas() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let input = dir.path().join("all.csv");
+        std::fs::write(&input, "\u{feff}id;bmi;y\r\n1;33,6;yes\r\n2;26,1;no\r\n").expect("write");
+        let out = dir.path().join("parts");
+        let written = split_csv(&input, &names(&["a", "b"]), 1, &out).expect("split");
+        let mut rows = Vec::new();
+        for (path, n) in &written {
+            let text = std::fs::read_to_string(path).expect("read");
+            assert!(text.starts_with("id;bmi;y\n"), "{text}");
+            assert_eq!(*n, 1);
+            rows.extend(text.lines().skip(1).map(str::to_owned));
+        }
+        rows.sort();
+        assert_eq!(rows, ["1;33,6;yes", "2;26,1;no"]);
+    }
 }

@@ -116,3 +116,33 @@ fn paired_gain_of_a_model_against_itself_is_zero_and_too_few_rows_are_refused() 
         Err(SelectError::TooFewRows { rows: 7, folds: 5 })
     ));
 }
+
+/// Rows that use little of the unit ball (the paper map's 1/√(d + 1)) need a small λ: the
+/// grid follows the rows' scale, so the tuned model on rows shrunk 20-fold is the tuned model
+/// on the original rows (issue 21: the old fixed grid stopped at 1e-4 and lost 4 points).
+#[test]
+fn the_lambda_grid_follows_the_rows_scale() {
+    let train = data(600, 31);
+    let test = data(4000, 32);
+    let shrunk = |d: &Dataset, s: f64| {
+        let x: Vec<f64> = (0..d.len())
+            .flat_map(|i| d.row(i).iter().map(move |v| v * s))
+            .collect();
+        Dataset::new(x, d.labels().to_vec(), d.dim())
+    };
+    let (full, lambda) = tuned_logistic(&train, 5, 3).expect("tuned");
+    let (small, small_lambda) = tuned_logistic(&shrunk(&train, 0.05), 5, 3).expect("tuned");
+    // λ scales with the squared row scale, so the two fits are the same model.
+    assert!(
+        (small_lambda / lambda - 0.0025).abs() < 1e-12,
+        "{lambda} {small_lambda}"
+    );
+    assert!(small_lambda < 1e-4, "below the old grid: {small_lambda}");
+    let (a, b) = (full.accuracy(&test), small.accuracy(&shrunk(&test, 0.05)));
+    assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+    // The grid spans scikit-learn's C range, largest λ first.
+    let grid = lambda_grid(&train);
+    assert_eq!(grid.len(), 17);
+    assert!(grid.windows(2).all(|w| w[0] > w[1]));
+    assert!((grid[0] / grid[16] - 1e8).abs() < 1e-3 * 1e8);
+}

@@ -57,14 +57,18 @@ fn finding(f: &FeatureSpec, problem: String, fix: impl Into<String>) -> Finding 
 /// Findings from the schema alone.
 pub fn schema_findings(schema: &Schema) -> Vec<Finding> {
     let mut out = Vec::new();
-    for name in schema.observed_features() {
+    let observed = schema.observed_features();
+    if !observed.is_empty() {
         out.push(Finding {
-            feature: Some(name.to_owned()),
-            problem: "its bounds were observed in the data (`bounds = \"observed\"`, written by \
-                      `schema init`), so they leak its extreme values and nodes refuse to release"
-                .into(),
-            fix: "replace lo and hi with public bounds (a reference range, the instrument's \
-                  range) and delete the `bounds` line"
+            feature: None,
+            problem: format!(
+                "{} feature(s) still have bounds observed in the data (`bounds = \"observed\"`, \
+                 from `schema init`): {}; they leak extreme values, so nodes refuse to release",
+                observed.len(),
+                observed.join(", ")
+            ),
+            fix: "replace their lo and hi with public bounds (a reference range, the \
+                  instrument's range) and delete the `bounds` lines"
                 .into(),
         });
     }
@@ -128,10 +132,10 @@ pub fn data_findings(schema: &Schema, report: &LoadReport) -> Vec<Finding> {
         } else if report.constant.contains(&f.name) {
             out.push(finding(
                 f,
-                "every value maps to the same coordinate: it is constant after the map and \
-                 carries no information"
+                "every value maps to the same point (the column is constant in this file, or \
+                 all its values are clipped to one bound), so it carries no information"
                     .into(),
-                "check its bounds (all values clipped to one bound?) or drop the feature",
+                "check its bounds, or drop the feature if it is constant everywhere",
             ));
         }
         if clipped as f64 > CLIPPED_SHARE * rows {
@@ -251,7 +255,7 @@ hi = 90
         assert!(
             found
                 .iter()
-                .any(|m| m.contains("`age`: every value maps to the same")),
+                .any(|m| m.contains("`age`: every value maps to the same point")),
             "{found:?}"
         );
         assert!(

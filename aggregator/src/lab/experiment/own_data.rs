@@ -55,10 +55,6 @@ pub(super) struct IndexSplit {
 impl OwnData {
     /// Loads `data` with `schema` and checks the layout against the number of rows.
     pub(super) fn load(data: &Path, schema: &Path, layout: Layout) -> Result<Self> {
-        let schema = Schema::load(schema)?;
-        warn_if_observed(&schema, data);
-        let (rows, report) = load_csv(data, &schema)?;
-        tracing::info!(file = %data.display(), rows = report.rows, "loaded the dataset");
         if !(layout.test_fraction > 0.0 && layout.test_fraction < 1.0) {
             bail!("--test-fraction: {} is not in (0, 1)", layout.test_fraction);
         }
@@ -71,6 +67,10 @@ impl OwnData {
         if !layout.rows_per_org.is_empty() && layout.rows_per_org.len() < 2 {
             bail!("--rows-per-org: give the aggregator's size and at least one node's");
         }
+        let schema = Schema::load(schema)?;
+        warn_if_observed(&schema, data);
+        let (rows, report) = load_csv(data, &schema)?;
+        tracing::info!(file = %data.display(), rows = report.rows, "loaded the dataset");
         let name = data.file_stem().map_or_else(
             || "own data".to_owned(),
             |s| s.to_string_lossy().into_owned(),

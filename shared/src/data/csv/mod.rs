@@ -230,7 +230,7 @@ fn read<R: std::io::Read>(
     }
     let raw = rows.kept.take().unwrap_or_default();
     let (dataset, mut report) = rows.finish();
-    if !ignored.is_empty() {
+    if !ignored.is_empty() && label != Label::Check {
         tracing::warn!(
             file = origin,
             "{} column(s) not in the schema are ignored: {}",
