@@ -167,11 +167,10 @@ def report(results, rows, trials):
         maps.append(f"| {r['name']} | {mean(ours['final model']):.1f} | {mean(paper['final model']):.1f} "
                     f"| {pm(fin_diff)} | {mean(ours['mirror averaging']):.1f} "
                     f"| {mean(paper['mirror averaging']):.1f} | {pm(mir_diff)} |")
-        inside = fin_diff[0] - fin_diff[1] <= 0 <= fin_diff[0] + fin_diff[1]
         must.append(f"- {r['name']}: tuned local ≥ sklearn − 0.5 point: {'yes' if own_diff[0] >= -0.5 else 'no'} "
-                    f"({own_diff[0]:+.2f}); private aggregate (final model) at ε = 1 no worse than with the "
-                    f"paper map: {'yes' if fin_diff[0] >= 0 else 'no'} ({fin_diff[0]:+.2f}; 0 inside its "
-                    f"95 % interval: {'yes' if inside else 'no'})")
+                    f"({own_diff[0]:+.2f}); private aggregate (mirror averaging) at ε = 1 no worse than with "
+                    f"the paper map: {'yes' if mir_diff[0] >= 0 else 'no'} ({pm(mir_diff)}); final model "
+                    f"(mostly the non-private local one): {pm(fin_diff)}")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=REPO).returncode != 0
     versions = (f"Python {sys.version.split()[0]}, numpy {np.__version__}, scikit-learn {sklearn.__version__}, "
@@ -184,8 +183,9 @@ def report(results, rows, trials):
                    "schema's [lo, hi] and mapped onto [−1, 1]. The StandardScaler column scales by the own "
                    "rows' mean and sd (data-derived, not public bounds) and is a reference only.",
                    "", "**Private aggregates at ε = 1: dpagg's default map against the paper map**", ""]
-        + maps + ["", "**Must-show** (tuned local: mean paired difference ≥ −0.5 point; final model: "
-                  "rule used is mean paired difference default − paper ≥ 0, the interval shown for reference)", ""]
+        + maps + ["", "**Must-show** (mean paired differences: tuned local − sklearn ≥ −0.5 point; mirror "
+                  "averaging, the private aggregate, default − paper map ≥ 0; the final model's difference is "
+                  "shown, not judged: it is the local model in most trials)", ""]
         + must + ["", versions]) + "\n"
     (results / "comparison.md").write_text(text)
     print(text)
