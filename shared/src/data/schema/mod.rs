@@ -12,10 +12,13 @@
 //! column = "diabetes"
 //! positive = "pos"            # maps to +1
 //! negative = "neg"            # maps to -1; any other value is an error
-//! [normalisation]             # optional; absent: mode = "paper" (seed 001's map)
-//! mode = "ball"               # "ball" (default when the table is present) | "paper"
+//! [normalisation]             # optional
+//! mode = "ball"               # "ball" (the default) | "paper" (seed 001's map)
 //! row_scale = 0.7071          # ball: factor on every standardised feature (default 2/sqrt(p))
 //! intercept_value = 0.2       # ball: the constant appended for the intercept, in (0, 1)
+//! [csv]                       # optional, not fingerprinted: how the files are written
+//! separator = ";"             # , ; tab or |; detected from the header when absent
+//! missing = ["", "NA"]        # cells meaning "not measured" in every feature column
 //! [[features]]
 //! name = "glucose"
 //! lo = 0.0
@@ -23,10 +26,12 @@
 //! description = "2-h OGTT plasma glucose"   # optional
 //! transform = "identity"      # ball: "identity" (default) | "log1p", T(v) = ln(1 + v/unit)
 //! unit = 1.0                  # ball, log1p only: > 0, with lo > −unit
-//! center = 140.0              # ball: required, finite
-//! scale = 40.0                # ball: required, > 0
-//! missing = 0.0               # ball, optional: a raw value equal to it maps to z = 0
+//! center = 140.0              # ball: finite; with scale, or neither (then from the bounds)
+//! scale = 40.0                # ball: > 0
+//! missing = 0.0               # optional: a number or text (or a list) meaning "not measured"
 //! source = "WHO 1999 / ADA"   # optional: where center and scale come from
+//! # bounds = "observed"       # written by `schema init`: lo/hi read off the data, refused
+//! #                           #   by every release until replaced by public bounds
 //! ```
 //!
 //! # Why the bounds are declared, never measured
@@ -40,16 +45,18 @@
 //! documentation and are never derived from a dataset at run time.
 //!
 //! The same holds for the centres and scales of ball mode: they are written by hand from domain
-//! knowledge or published reference values (cited in the schema's comments and `source`), never
-//! computed from the data.
+//! knowledge or published reference values (cited in the schema's comments and `source`), or
+//! derived from the declared bounds by [`bounds_rule`], never computed from the data. A draft
+//! from `dpagg-node schema init` does hold bounds observed in the data, marked
+//! `bounds = "observed"`; [`Schema::require_public_bounds`] refuses it on every release path.
 //!
 //! # Normalisation
 //!
 //! [`Schema::normalise_row`] maps a raw row to a row of norm at most 1 with one of two per-record
-//! maps ([`super::normalise`]): `paper` (clip, map to [−1, 1], append 1, divide by √dim — the map
-//! of every schema without a `[normalisation]` table, unchanged) or `ball` (clip, transform,
-//! centre and scale with public constants, multiply by `row_scale`, append `intercept_value`,
-//! project onto the unit ball). A final guard rescales the row if floating-point rounding pushes
+//! maps ([`super::normalise`]): `paper` (clip, map to [−1, 1], append 1, divide by √dim —
+//! `mode = "paper"`, seed 001's map) or `ball`, the default (clip, transform, centre and scale
+//! with public constants, multiply by `row_scale`, append `intercept_value`, project onto the
+//! unit ball). A final guard rescales the row if floating-point rounding pushes
 //! the computed norm above `1.0`, so the bound holds exactly as [`crate::Dataset::max_row_norm`]
 //! computes it, whatever the input.
 //!
@@ -57,8 +64,9 @@
 //!
 //! [`Schema::fingerprint`] is what nodes and aggregators compare to make sure they learn on the
 //! same features, in the same order, mapped the same way. Keys of ball mode that are absent are
-//! left out of the canonical form, so a schema without them keeps the fingerprint it had before
-//! they existed.
+//! left out of the canonical form, and an explicit paper map is canonicalised as a schema
+//! without a `[normalisation]` table, so a paper-map schema keeps the fingerprint it had before
+//! ball mode existed; `[csv]` (how files are written) is left out.
 
 use std::path::Path;
 
