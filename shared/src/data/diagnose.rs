@@ -12,6 +12,11 @@
 //!   never values, and only ever shown to the operator: a feature constant after the map, one
 //!   whose values standardise far from its centre (|z| > 5 on many rows: a wrong centre or
 //!   scale), many values clipped, almost all missing.
+//!
+//! Rows projected onto the ball are not a trap by themselves: the default map projects most rows
+//! by design, so that the rows use the whole ball (`schema/bounds_rule.rs`; `check` prints the
+//! count). What makes projection harmful is one feature far from its centre, which the |z| > 5
+//! finding catches.
 
 use super::csv::LoadReport;
 use super::csv::rows::FAR;
