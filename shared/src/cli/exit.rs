@@ -8,6 +8,7 @@
 //! succeed because a connection broke. Any other error is printed as one line, `error: …`, its
 //! causes joined by `: `, and the status is 1.
 
+use super::log::LogFormat;
 use std::error::Error;
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -128,6 +129,16 @@ pub fn exit_code<E>(result: Result<(), E>) -> ExitCode
 where
     E: Into<Box<dyn Error + Send + Sync + 'static>>,
 {
+    exit_code_as(result, LogFormat::Human)
+}
+
+/// [`exit_code`] in a log format: with [`LogFormat::Json`] the error is one JSON object on
+/// stderr, in the shape of the log events (`timestamp`, `level` = `ERROR`, `fields.message`,
+/// `target`), so a log collector reads the fatal error like every other line.
+pub fn exit_code_as<E>(result: Result<(), E>, format: LogFormat) -> ExitCode
+where
+    E: Into<Box<dyn Error + Send + Sync + 'static>>,
+{
     let Err(error) = result else {
         return ExitCode::SUCCESS;
     };
@@ -135,9 +146,25 @@ where
     if is_stdout_closed(&*error) {
         return ExitCode::SUCCESS;
     }
+    let message = one_line(&*error);
+    let line = match format {
+        LogFormat::Human => format!("error: {message}"),
+        LogFormat::Json => json_error(&message),
+    };
     // Nothing is left to report a failure of stderr to.
-    let _ = writeln!(io::stderr(), "error: {}", one_line(&*error));
+    let _ = writeln!(io::stderr(), "{line}");
     ExitCode::FAILURE
+}
+
+/// A fatal error as one JSON log event.
+fn json_error(message: &str) -> String {
+    serde_json::json!({
+        "timestamp": crate::util::time::rfc3339(crate::util::time::now_ms()),
+        "level": "ERROR",
+        "fields": { "message": format!("error: {message}") },
+        "target": "dpagg",
+    })
+    .to_string()
 }
 
 #[cfg(test)]
@@ -157,6 +184,22 @@ mod tests {
             context: context.into(),
             source: source.into(),
         }
+    }
+
+    #[test]
+    fn a_json_fatal_error_is_one_log_event() {
+        let line = json_error("x.toml: bad \"quote\"\nand newline");
+        assert!(!line.contains('\n'), "{line}");
+        let v: serde_json::Value = serde_json::from_str(&line).expect("json");
+        assert_eq!(v["level"], "ERROR");
+        assert_eq!(
+            v["fields"]["message"],
+            "error: x.toml: bad \"quote\"\nand newline"
+        );
+        assert!(
+            v["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')),
+            "{line}"
+        );
     }
 
     #[test]

@@ -89,11 +89,15 @@ where
         Ok(parsed) => parsed,
         Err(code) => return code,
     };
-    init_tracing(tool.log.log_format, level(&tool.command));
+    let format = tool.log.log_format;
+    if let Err(e) = log::check_log_env() {
+        return exit::exit_code_as(Err(e), format);
+    }
+    init_tracing(format, level(&tool.command));
     let matches = matches.subcommand().map_or(&matches, |(_, m)| m);
     let mut out = Out::stdout();
     let result = body(tool.command, matches, &mut out)
         .map_err(Into::into)
         .and_then(|()| out.flush().map_err(Into::into));
-    exit_code(result)
+    exit::exit_code_as(result, format)
 }

@@ -27,6 +27,46 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
+/// Checks, before any work, that an output folder can be written: `dir` itself when it exists
+/// (it must be a folder), else the nearest folder above it that exists, where `dir` would be
+/// created. Nothing is left behind: the probe file is removed and no folder is created.
+pub fn check_writable_dir(dir: &Path) -> std::io::Result<()> {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    if dir.exists() && !dir.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotADirectory,
+            "exists and is not a folder",
+        ));
+    }
+    let probe_in = dir
+        .ancestors()
+        .map(|a| {
+            if a.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                a
+            }
+        })
+        .find(|a| a.exists())
+        .unwrap_or(Path::new("."));
+    if !probe_in.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotADirectory,
+            format!("{} is not a folder", probe_in.display()),
+        ));
+    }
+    let probe = probe_in.join(format!(".dpagg-write-probe-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)?;
+    std::fs::remove_file(&probe)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -38,5 +78,29 @@ mod tests {
         assert_eq!(std::fs::read(&p).expect("read"), b"two");
         assert_eq!(std::fs::read_dir(dir.path()).expect("ls").count(), 1);
         assert!(super::atomic_write(&dir.path().join("missing/x"), b"x").is_err());
+    }
+
+    #[test]
+    fn writable_folders_are_checked_without_creating_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let new = dir.path().join("a/b/report");
+        super::check_writable_dir(&new).expect("creatable below a writable folder");
+        assert!(!dir.path().join("a").exists(), "nothing created");
+        super::check_writable_dir(dir.path()).expect("existing folder");
+        let file = dir.path().join("f");
+        std::fs::write(&file, b"x").expect("write");
+        assert!(
+            super::check_writable_dir(&file).is_err(),
+            "a file is not a folder"
+        );
+        assert!(
+            super::check_writable_dir(&file.join("x")).is_err(),
+            "below a file"
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).expect("ls").count(),
+            1,
+            "no probe left"
+        );
     }
 }

@@ -36,6 +36,27 @@ pub fn fixed(x: f64, digits: usize) -> String {
     }
 }
 
+/// `x` to 4 significant digits, trailing zeros dropped (`1.9999999999999998` → `2`,
+/// `6.000000000000001e-6` → `6e-6`): for budgets in messages a person reads, where [`Num`]'s
+/// exactness is noise.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Short(pub f64);
+
+impl fmt::Display for Short {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let x = self.0;
+        if x == 0.0 || !x.is_finite() {
+            return write!(f, "{}", if x == 0.0 { 0.0 } else { x });
+        }
+        let rounded: f64 = format!("{x:.3e}").parse().unwrap_or(x);
+        if (1e-4..1e15).contains(&rounded.abs()) {
+            write!(f, "{rounded}")
+        } else {
+            write!(f, "{rounded:e}")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,6 +80,22 @@ mod tests {
             if x.is_finite() {
                 assert_eq!(text.parse::<f64>().expect("parses"), x);
             }
+        }
+    }
+
+    #[test]
+    fn short_rounds_to_four_significant_digits() {
+        for (x, text) in [
+            (1.9999999999999998, "2"),
+            (6.000000000000001e-6, "6e-6"),
+            (1.2345678, "1.235"),
+            (0.5, "0.5"),
+            (-0.0, "0"),
+            (12346.0, "12350"),
+            (1e-5, "1e-5"),
+            (f64::INFINITY, "inf"),
+        ] {
+            assert_eq!(Short(x).to_string(), text, "{x}");
         }
     }
 

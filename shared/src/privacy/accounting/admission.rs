@@ -7,8 +7,8 @@
 
 use super::AccountingError;
 use super::ledger::{Charge, Composition, compose};
-use crate::privacy::guarantee::PrivacyGuarantee;
-use crate::util::num::Num;
+use crate::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
+use crate::util::num::{Num, Short};
 
 /// Relative slack when comparing a charge with the remaining budget, so that ten releases of
 /// ε = 0.1 fit a budget of 1.0 despite rounding (1e-12 of the budget: negligible for privacy).
@@ -49,11 +49,7 @@ pub enum Refusal {
         cap: f64,
     },
     /// The composition including the release exceeds the totals.
-    #[error(
-        "privacy budget exhausted: this release (ε = {}, δ = {}, {}) would bring the spend under replace-one to ε = {}, δ = {}, over the totals; remaining ε = {}, δ = {}",
-        Num(.guarantee.epsilon), Num(.guarantee.delta), .guarantee.relation, Num(*.epsilon_after),
-        Num(*.delta_after), Num(*.remaining_epsilon), Num(*.remaining_delta)
-    )]
+    #[error("{}", exhausted_message(self))]
     Exhausted {
         /// The release's guarantee.
         guarantee: PrivacyGuarantee,
@@ -61,11 +57,74 @@ pub enum Refusal {
         epsilon_after: f64,
         /// δ spent under replace-one if it were made.
         delta_after: f64,
+        /// The policy's ε total.
+        epsilon_total: f64,
+        /// The policy's δ total.
+        delta_total: f64,
         /// ε remaining before it.
         remaining_epsilon: f64,
         /// δ remaining before it.
         remaining_delta: f64,
     },
+}
+
+/// "privacy budget exhausted (δ): …" naming the limit that is hit, with short numbers.
+fn exhausted_message(r: &Refusal) -> String {
+    let Refusal::Exhausted {
+        guarantee: g,
+        epsilon_after,
+        delta_after,
+        epsilon_total,
+        delta_total,
+        remaining_epsilon,
+        remaining_delta,
+    } = r
+    else {
+        return String::new();
+    };
+    let over = |spent: f64, total: f64| spent > total * (1.0 + BUDGET_SLACK);
+    let limits: Vec<String> = [
+        (
+            over(*epsilon_after, *epsilon_total),
+            "ε",
+            *epsilon_after,
+            *epsilon_total,
+        ),
+        (
+            over(*delta_after, *delta_total),
+            "δ",
+            *delta_after,
+            *delta_total,
+        ),
+    ]
+    .into_iter()
+    .filter(|(hit, ..)| *hit)
+    .map(|(_, name, after, total)| {
+        format!("{name} would reach {} of {}", Short(after), Short(total))
+    })
+    .collect();
+    let relation = if g.relation == NeighbourRelation::AddRemoveOne {
+        format!(
+            ", add/remove-one: charged as ({}, {}) under replace-one",
+            Short(2.0 * g.epsilon),
+            Short((1.0 + g.epsilon.exp()) * g.delta)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "privacy budget exhausted ({}): this release (ε = {}, δ = {}{relation}) is refused; {}; remaining ε = {}, δ = {}",
+        limits
+            .iter()
+            .map(|l| &l[..l.find(' ').unwrap_or(l.len())])
+            .collect::<Vec<_>>()
+            .join(" and "),
+        Short(g.epsilon),
+        Short(g.delta),
+        limits.join(", "),
+        Short(*remaining_epsilon),
+        Short(*remaining_delta)
+    )
 }
 
 /// Admits `new` after `charges` under `policy`: the composition including it, or the refusal.
@@ -93,6 +152,8 @@ pub fn admit(
             guarantee,
             epsilon_after: after.epsilon,
             delta_after: after.delta,
+            epsilon_total: policy.epsilon_total,
+            delta_total: policy.delta_total,
             remaining_epsilon: policy.epsilon_remaining(&before),
             remaining_delta: policy.delta_remaining(&before),
         }));

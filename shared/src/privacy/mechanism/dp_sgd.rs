@@ -242,6 +242,45 @@ pub(crate) fn poisson_batch(n: usize, gaps: &Geometric, rng: &mut NoiseSource) -
     }
 }
 
+/// The fastest of three timings of one step (a Poisson batch of `n` rows at rate q, and the
+/// noisy clipped sum of a batch of its expected size) on public rows of dimension `dim`: a
+/// lower estimate of a step on the real rows. Its randomness is timing only, never released.
+fn step_seconds(c: &DpSgdConfig, n: usize, dim: usize) -> Option<f64> {
+    let batch = (c.sampling_rate * n as f64).ceil().max(1.0) as usize;
+    // At most 4,096 rows are timed; a larger batch is extrapolated (the work is linear in it).
+    let rows = batch.min(4096);
+    let x: Vec<f64> = (0..rows * dim)
+        .map(|i| ((i % 7) as f64 - 3.0) / (7.0 * (dim as f64).sqrt()))
+        .collect();
+    let y: Vec<f64> = (0..rows)
+        .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+        .collect();
+    let data = Dataset::new(x, y, dim);
+    let all: Vec<usize> = (0..rows).collect();
+    let theta = vec![0.01; dim];
+    let gaps = Geometric::new(c.sampling_rate).ok()?;
+    let mut rng = NoiseSource::secure().ok()?;
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let start = std::time::Instant::now();
+        let mut reps = 0u32;
+        while reps == 0 || start.elapsed() < std::time::Duration::from_millis(3) {
+            std::hint::black_box(poisson_batch(n, &gaps, &mut rng));
+            std::hint::black_box(noisy_clipped_sum(
+                &data,
+                &all,
+                &theta,
+                c.clip_norm,
+                1.0,
+                &mut rng,
+            ));
+            reps += 1;
+        }
+        best = best.min(start.elapsed().as_secs_f64() / f64::from(reps));
+    }
+    Some(best * batch as f64 / rows as f64)
+}
+
 /// Adds ∇ℓ(θ; (x, y)) clipped to ℓ₂ norm `clip` into `acc`.
 pub(crate) fn add_clipped_gradient(theta: &[f64], x: &[f64], y: f64, clip: f64, acc: &mut [f64]) {
     // ∇ softplus(−y⟨θ, x⟩) = −y σ(−y⟨θ, x⟩) x.
@@ -296,6 +335,10 @@ impl Mechanism for DpSgd {
 
     fn rdp(&self) -> Option<RdpCurve> {
         Some(self.curve.clone())
+    }
+
+    fn predicted_seconds(&self, n: usize, dim: usize) -> Option<f64> {
+        Some(self.config.steps as f64 * step_seconds(&self.config, n, dim)?)
     }
 
     fn sample(

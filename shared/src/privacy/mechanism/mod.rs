@@ -191,6 +191,15 @@ pub trait Mechanism: Send + Sync {
     fn rdp(&self) -> Option<RdpCurve> {
         None
     }
+    /// A lower estimate of the seconds a release on `n` rows of dimension `dim` takes on this
+    /// machine, from those public quantities and the mechanism's parameters alone (a short
+    /// timing of the same inner loop on public rows); `None` when training is a few passes (a
+    /// Newton solve) and always fast. A node refuses, before any charge, a release whose
+    /// estimate already exceeds its training time limit.
+    fn predicted_seconds(&self, n: usize, dim: usize) -> Option<f64> {
+        let _ = (n, dim);
+        None
+    }
     /// The mechanism's algorithm on data already checked against [`Mechanism::assumptions`],
     /// drawing its noise from `noise`. Long loops call `stop.check()` now and then and return
     /// [`MechanismError::Stopped`] when asked to.
