@@ -7,8 +7,9 @@
 //! has already refused everyone else); with `--insecure`, anyone who reaches the port. A refused
 //! caller gets `PERMISSION_DENIED` naming its own identity, never the list.
 //!
-//! Every publish and every refusal is logged on the `dpagg::audit` target with the caller's
-//! identity (the node's operator reads it; nothing of it is sent to clients).
+//! Every read, every publish and every refusal is logged on the `dpagg::audit` target with the
+//! caller's identity, the release ids and the spec asked for — never data (the node's operator
+//! reads it; nothing of it is sent to clients).
 
 use crate::tls::organisation_of;
 use std::collections::HashMap;
@@ -105,7 +106,8 @@ pub enum Rpc {
 }
 
 impl Rpc {
-    fn name(self) -> &'static str {
+    /// The RPC's name in the contract.
+    pub fn name(self) -> &'static str {
         match self {
             Self::Describe => "Describe",
             Self::ListLearners => "ListLearners",
@@ -216,6 +218,21 @@ pub fn audit_write(caller: &Caller, rpc: Rpc, outcome: Result<(&str, bool), &Sta
         }
         Err(s) => {
             tracing::warn!(target: "dpagg::audit", %caller, rpc, outcome = "refused", code = ?s.code(), reason = s.message())
+        }
+    }
+}
+
+/// Audits one read RPC: what was asked for (`asked`, e.g. `release_id=r-1` or a spec) and the
+/// release ids answered, or the refusal.
+pub fn audit_read(caller: &Caller, rpc: Rpc, asked: &str, outcome: Result<&[String], &Status>) {
+    let rpc = rpc.name();
+    match outcome {
+        Ok(ids) => {
+            let releases = ids.join(",");
+            tracing::info!(target: "dpagg::audit", %caller, rpc, outcome = "read", asked, releases)
+        }
+        Err(s) => {
+            tracing::info!(target: "dpagg::audit", %caller, rpc, outcome = "failed", asked, code = ?s.code(), reason = s.message())
         }
     }
 }

@@ -4,6 +4,7 @@
 //! ```toml
 //! organisation_id = "hospital-a"
 //! listen = "127.0.0.1:50051"
+//! metrics_listen = "127.0.0.1:9464"   # Prometheus GET /metrics (plain HTTP; off unless set)
 //! data = "hospital-a.csv"             # relative paths are relative to this file
 //! schema = "diabetes.schema.toml"
 //! state_dir = "state"
@@ -58,6 +59,9 @@ pub struct Settings {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, env = "DPAGG_LISTEN", default_value = DEFAULT_LISTEN)]
     pub listen: Option<String>,
+    /// Address of the Prometheus metrics endpoint, plain HTTP `GET /metrics` (off unless set).
+    #[arg(long, env = "DPAGG_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
     /// The organisation's data (CSV with a header row).
     #[arg(long, env = "DPAGG_DATA")]
     pub data: Option<PathBuf>,
@@ -193,7 +197,33 @@ pub struct BelowSpent {
     pub spent: f64,
 }
 
+/// A per-release cap above the total while the node can still publish: no release can use
+/// it, so it is a typo or a misunderstanding, refused at start.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error(
+    "`policy.max_epsilon_per_release` = {} is above `policy.epsilon_total` = {}: no release can spend more than the whole budget; lower the cap (or raise the total)",
+    Num(*.cap), Num(*.total)
+)]
+pub struct CapOverTotal {
+    /// The cap.
+    pub cap: f64,
+    /// The total.
+    pub total: f64,
+}
+
 impl Policy {
+    /// The cap refused by [`CapOverTotal`], when the node can still publish (`spent` below the
+    /// total; a node stopped by setting its total to what it spent keeps any cap).
+    pub fn cap_over_total(&self, spent: f64) -> Option<CapOverTotal> {
+        let cap = self.max_epsilon_per_release?;
+        (cap > self.epsilon_total * (1.0 + BUDGET_SLACK)
+            && spent < self.epsilon_total * (1.0 - BUDGET_SLACK))
+            .then_some(CapOverTotal {
+                cap,
+                total: self.epsilon_total,
+            })
+    }
+
     /// The per-release cap (defaults to the total).
     pub fn cap(&self) -> f64 {
         self.max_epsilon_per_release.unwrap_or(self.epsilon_total)
@@ -225,6 +255,8 @@ pub struct NodeConfig {
     pub organisation_id: String,
     /// Listen address.
     pub listen: SocketAddr,
+    /// The metrics endpoint's address, when it is on.
+    pub metrics_listen: Option<SocketAddr>,
     /// Data file.
     pub data: PathBuf,
     /// Schema file.
@@ -272,9 +304,18 @@ impl Settings {
             .value
             .parse()
             .map_err(|_| listen.invalid(&listen.value, "an address like 127.0.0.1:50051"))?;
+        let metrics_listen = l
+            .get("metrics_listen", |s| s.metrics_listen.take())
+            .map(|m| {
+                m.value
+                    .parse()
+                    .map_err(|_| m.invalid(&m.value, "an address like 127.0.0.1:9464"))
+            })
+            .transpose()?;
         Ok(NodeConfig {
             organisation_id: id.value,
             listen: address,
+            metrics_listen,
             data: l.require("data", |s| s.data.take())?.value,
             schema: l.require("schema", |s| s.schema.take())?.value,
             state_dir: l.require("state_dir", |s| s.state_dir.take())?.value,
@@ -353,10 +394,11 @@ fn resolve_access(l: &mut Layers<'_, Settings>) -> Result<AccessPolicy, ConfigEr
 fn resolve_policy(l: &mut Layers<'_, Settings>) -> Result<Policy, ConfigError> {
     let finite_positive =
         |s: Setting<f64>| s.check("a finite number > 0", |v| v.is_finite() && *v > 0.0);
+    let finite = |s: Setting<f64>| s.check("a finite number >= 0", |v| v.is_finite() && *v >= 0.0);
     Ok(Policy {
-        epsilon_total: l
-            .require("policy.epsilon_total", |s| s.policy.epsilon_total.take())?
-            .check("a finite number >= 0", |v| v.is_finite() && *v >= 0.0)?,
+        epsilon_total: finite(
+            l.require("policy.epsilon_total", |s| s.policy.epsilon_total.take())?,
+        )?,
         delta_total: l
             .require("policy.delta_total", |s| s.policy.delta_total.take())?
             .check("in [0, 1)", |v| (0.0..1.0).contains(v))?,

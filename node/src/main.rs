@@ -4,6 +4,7 @@
 //! - `publish`: release a learner locally under the node's policy (same ledger as `serve`).
 //! - `publish-data`: make a data release (statistics, synthetic data) locally, same ledger.
 //! - `ledger`: spent and remaining budget, and every release.
+//! - `releases`: what the node has released (learners and data releases), a table or JSON.
 //! - `check`: validate a CSV against the public schema and look for traps (nothing is released).
 //! - `schema init`: draft a commented public schema from a CSV file.
 //! - `split`: deal one CSV's rows over organisations (for trying dpagg by hand).
@@ -16,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 mod data_commands;
+mod release_commands;
 
 use anyhow::{Context, Result, bail};
 use clap::{ArgMatches, Subcommand};
@@ -23,15 +25,13 @@ use dpagg_node::config::{DEFAULT_LISTEN, NodeConfig, Settings};
 use dpagg_node::lock::ServeLock;
 use dpagg_node::node::Node;
 use dpagg_node::split::split_csv;
-use dpagg_node::store::Store;
 use dpagg_node::tls::IdentityDir;
 use dpagg_node::transport::Security;
 use dpagg_shared::cli::{self, Out, exit::is_stdout_closed};
 use dpagg_shared::privacy::data_release::{DataKind, DataSpec};
 use dpagg_shared::privacy::guarantee::PrivacyGuarantee;
 use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};
-use dpagg_shared::util::num::{Num, fixed};
-use dpagg_shared::util::time::rfc3339;
+use dpagg_shared::util::num::{Num, Short, fixed};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -86,6 +86,18 @@ enum Command {
     },
     /// Print spent and remaining budget and the releases.
     Ledger(Settings),
+    /// List what this node has released — learners and data releases, their specs,
+    /// guarantees and charges — as a table or JSON; `--show ID` prints one release.
+    Releases {
+        #[command(flatten)]
+        config: Settings,
+        /// JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// One release, by id, in full (JSON).
+        #[arg(long, value_name = "RELEASE_ID")]
+        show: Option<String>,
+    },
     /// Check a CSV file against a public schema and look for traps — a centre in raw units, a
     /// feature constant after the map, many values clipped or missing (locally; nothing is
     /// released).
@@ -257,14 +269,24 @@ fn announce(out: &mut Out, addr: SocketAddr) -> Result<()> {
     }
 }
 
+fn announce_metrics(out: &mut Out, addr: SocketAddr) -> Result<()> {
+    match writeln!(out, "dpagg-node metrics on http://{addr}/metrics") {
+        Err(e) if is_stdout_closed(&e) => Ok(()),
+        result => result.context("cannot print the metrics address"),
+    }
+}
+
 fn serve(config: NodeConfig, out: &mut Out) -> Result<()> {
     let security = Security::load(
         config.transport()?,
         &config.organisation_id,
         config.access.clone(),
     )?;
-    let _lock = ServeLock::acquire(&config.state_dir, &config.organisation_id)?;
-    let node = Arc::new(Node::load(&config)?);
+    let (_lock, node) = fresh_state(&config.state_dir, || {
+        let lock = ServeLock::acquire(&config.state_dir, &config.organisation_id)?;
+        Ok((lock, Node::load(&config)?))
+    })?;
+    let node = Arc::new(node);
     runtime()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
@@ -272,6 +294,21 @@ fn serve(config: NodeConfig, out: &mut Out) -> Result<()> {
         let addr = listener.local_addr().context("listener address")?;
         tracing::info!(%addr, organisation = %node.organisation_id, "serving");
         announce(out, addr)?;
+        let metrics_stop = Arc::new(tokio::sync::Notify::new());
+        if let Some(at) = config.metrics_listen {
+            let metrics = tokio::net::TcpListener::bind(at)
+                .await
+                .with_context(|| format!("cannot listen for metrics on {at}"))?;
+            let bound = metrics.local_addr().context("metrics address")?;
+            tracing::info!(addr = %bound, "metrics on http://{bound}/metrics");
+            announce_metrics(out, bound)?;
+            let stop = metrics_stop.clone();
+            tokio::spawn(dpagg_node::metrics_server::serve_metrics(
+                metrics,
+                node.clone(),
+                async move { stop.notified().await },
+            ));
+        }
         // Drain in-flight requests after a signal, but do not wait forever on idle clients.
         let signalled = Arc::new(tokio::sync::Notify::new());
         let notify = signalled.clone();
@@ -294,6 +331,17 @@ fn serve(config: NodeConfig, out: &mut Out) -> Result<()> {
     })
 }
 
+/// Runs `load` (which creates the state folder); when it fails and the folder did not exist
+/// before, removes it again, so a configuration error leaves nothing behind.
+fn fresh_state<T>(state_dir: &std::path::Path, load: impl FnOnce() -> Result<T>) -> Result<T> {
+    let fresh = !state_dir.exists();
+    let loaded = load();
+    if loaded.is_err() && fresh {
+        let _ = std::fs::remove_dir_all(state_dir);
+    }
+    loaded
+}
+
 fn parse_mechanism(s: &str) -> Result<MechanismKind, String> {
     MechanismKind::from_name(s).ok_or_else(|| {
         format!(
@@ -304,7 +352,7 @@ fn parse_mechanism(s: &str) -> Result<MechanismKind, String> {
 }
 
 fn publish(config: NodeConfig, spec: LearnerSpec, out: &mut Out) -> Result<()> {
-    let node = Node::load(&config)?;
+    let node = fresh_state(&config.state_dir, || Ok(Node::load(&config)?))?;
     let (release, new) = node.publish(&spec)?;
     let what = format!("release {}", release.release_id);
     let metadata = release.metadata();
@@ -340,6 +388,16 @@ fn write_outcome(
         Num(g.delta),
         g.relation
     )?;
+    if g.relation == dpagg_shared::privacy::guarantee::NeighbourRelation::AddRemoveOne {
+        // The ledger states everything under replace-one (a replaced row is one removed and
+        // one added), so an add/remove-one release counts twice as much ε (group privacy).
+        writeln!(
+            out,
+            "charged under replace-one, the ledger's relation, as ε = {}, δ = {} (group privacy: a replaced row is one removed and one added)",
+            Short(2.0 * g.epsilon),
+            Short((1.0 + g.epsilon.exp()) * g.delta)
+        )?;
+    }
     writeln!(
         out,
         "budget: spent ε = {}, δ = {:e}; remaining ε = {}, δ = {:e}",
@@ -359,7 +417,7 @@ fn parse_data_kind(s: &str) -> Result<DataKind, String> {
 }
 
 fn publish_data(config: NodeConfig, spec: &DataSpec, out: &mut Out) -> Result<()> {
-    let node = Node::load(&config)?;
+    let node = fresh_state(&config.state_dir, || Ok(Node::load(&config)?))?;
     let (stored, new) = node.publish_data(spec, |payload, planned, id, created| {
         dpagg_node::service::data_body(&node, spec, planned, payload, id, created)
     })?;
@@ -369,118 +427,44 @@ fn publish_data(config: NodeConfig, spec: &DataSpec, out: &mut Out) -> Result<()
 
 /// The ledger as it is, even when the policy's totals are below the spend (then `serve` and
 /// `publish` refuse to start, and this says why).
-fn ledger(config: NodeConfig, out: &mut Out) -> Result<()> {
-    if !config.state_dir.join("node.sqlite").exists() {
-        bail!(
-            "{}: no ledger here yet (nothing has been published)",
-            config.state_dir.display()
-        );
-    }
-    let store = Store::open(&config.state_dir)?;
-    store.claim(&config.organisation_id)?;
-    let s = store.spent()?;
-    let p = config.policy;
-    writeln!(out, "organisation {}", config.organisation_id)?;
-    writeln!(
-        out,
-        "ε: total {} spent {} remaining {} (cap {} per release)",
-        Num(p.epsilon_total),
-        fixed(s.epsilon, 6),
-        fixed((p.epsilon_total - s.epsilon).max(0.0), 6),
-        Num(p.cap())
-    )?;
-    writeln!(
-        out,
-        "δ: total {:e} spent {:e} remaining {:e}",
-        p.delta_total,
-        s.delta,
-        (p.delta_total - s.delta).max(0.0)
-    )?;
-    for below in p.below_spent(s.epsilon, s.delta) {
-        writeln!(
-            out,
-            "BUDGET BELOW SPENT: {below}. Until then `serve` and `publish` refuse to start."
-        )?;
-    }
-    writeln!(
-        out,
-        "(totals under replace-one; add/remove-one spend counts as (2ε, (1 + e^ε)δ))"
-    )?;
-    for r in [s.replace_one, s.add_remove_one] {
-        if r.charges > 0 {
-            writeln!(
-                out,
-                "  {:<15} ε = {} ({}; Σε = {}), δ = {:e}, {} release(s)",
-                r.relation.to_string(),
-                fixed(r.epsilon, 6),
-                r.accounting,
-                fixed(r.basic_epsilon, 6),
-                r.delta,
-                r.charges
-            )?;
-        }
-    }
-    let unfinished = store.unfinished()?;
-    if unfinished > 0 {
-        writeln!(
-            out,
-            "{unfinished} charge(s) of trainings that produced no release (failed, stopped, \
-             killed, or in progress): they stay spent"
-        )?;
-    }
-    let (data, _) = store.data_page(None, usize::MAX)?;
-    writeln!(
-        out,
-        "{} release(s):",
-        s.charges.saturating_sub(unfinished + data.len())
-    )?;
-    for r in store.releases()? {
-        let g = r.metadata().guarantee;
-        writeln!(
-            out,
-            "  {}  {}  {:<26} ε = {:<6} δ = {:<8} λ = {:<6} {}{}",
-            r.release_id,
-            rfc3339(r.created_unix_ms),
-            r.metadata().mechanism,
-            Num(g.epsilon).to_string(),
-            Num(g.delta).to_string(),
-            r.spec.l2.to_string(),
-            g.relation,
-            if r.metadata().seeded { "  SEEDED" } else { "" }
-        )?;
-    }
-    writeln!(out, "{} data release(s):", data.len())?;
-    for d in data {
-        let g = d.guarantee;
-        writeln!(
-            out,
-            "  {}  {}  {:<26} ε = {:<6} δ = {:<8} {}",
-            d.release_id,
-            rfc3339(d.created_unix_ms),
-            d.kind,
-            Num(g.epsilon).to_string(),
-            Num(g.delta).to_string(),
-            g.relation
-        )?;
-    }
-    Ok(())
-}
-
 fn health(addr: String, timeout: u64, identity: Option<PathBuf>, out: &mut Out) -> Result<()> {
     use tonic_health::pb::health_check_response::ServingStatus;
     use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
     let tls = identity
         .map(|dir| IdentityDir::load(&dir)?.client())
         .transpose()?;
+    // `--addr` is host:port; a URL's scheme must match how the node is asked.
+    let addr = match (addr.split_once("://"), tls.is_some()) {
+        (None, _) => addr,
+        (Some(("https", rest)), true) | (Some(("http", rest)), false) => rest.to_owned(),
+        (Some((scheme, _)), true) => bail!(
+            "--addr {addr}: {scheme}:// with --identity; give host:port (mutual TLS is https)"
+        ),
+        (Some((scheme, _)), false) => {
+            bail!("--addr {addr}: {scheme}:// with --insecure; give host:port (plain text is http)")
+        }
+    };
     runtime()?.block_on(async move {
         let wait = std::time::Duration::from_secs(timeout);
         let channel = match tls {
             Some(tls) => {
                 let url = format!("https://{addr}");
-                tls.connect(&url, |e| e.connect_timeout(wait).timeout(wait))
+                match tls
+                    .connect(&url, |e| e.connect_timeout(wait).timeout(wait))
                     .await
-                    .with_context(|| format!("cannot reach a node at {url}"))?
-                    .0
+                {
+                    Ok((channel, _)) => channel,
+                    Err(dpagg_node::tls::ConnectError::Transport(e)) => {
+                        match dpagg_node::tls::handshake_problem(&e) {
+                            Some(problem) => bail!("{url}: {problem}"),
+                            None => {
+                                return Err(anyhow::Error::new(e)
+                                    .context(format!("cannot reach a node at {url}")));
+                            }
+                        }
+                    }
+                    Err(e) => return Err(anyhow::Error::new(e).context(url)),
+                }
             }
             None => tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
                 .with_context(|| format!("invalid address {addr}"))?
@@ -542,7 +526,10 @@ fn run(command: Command, matches: &ArgMatches, out: &mut Out) -> Result<()> {
             };
             publish_data(config.resolve(matches)?, &spec, out)
         }
-        Command::Ledger(settings) => ledger(settings.resolve(matches)?, out),
+        Command::Ledger(settings) => release_commands::ledger(settings.resolve(matches)?, out),
+        Command::Releases { config, json, show } => {
+            release_commands::releases(config.resolve(matches)?, json, show.as_deref(), out)
+        }
         Command::Check {
             data,
             schema,

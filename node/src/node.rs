@@ -7,7 +7,8 @@
 //! `max_training_seconds` and at shutdown ([`Node::cancel_training`]); a stopped training
 //! releases and charges nothing.
 
-use crate::config::{BelowSpent, NodeConfig, Policy};
+use crate::config::{BelowSpent, CapOverTotal, NodeConfig, Policy};
+use crate::metrics::Metrics;
 use crate::store::{PublishError, Spent, Store, StoreError, StoredData, data_key};
 use dpagg_shared::Dataset;
 use dpagg_shared::data::csv::{DataError, RawRows, load_csv_with_raw};
@@ -39,6 +40,9 @@ pub enum NodeError {
     /// The policy's budget is below what the ledger has already spent.
     #[error(transparent)]
     BelowSpent(#[from] BelowSpent),
+    /// The per-release cap is above the total.
+    #[error(transparent)]
+    CapOverTotal(#[from] CapOverTotal),
 }
 
 /// Budget as the node reports it.
@@ -91,6 +95,8 @@ pub struct Node {
     raw: Arc<RawRows>,
     /// Raised at shutdown: training in progress stops (releasing and charging nothing).
     cancel: Arc<AtomicBool>,
+    /// Requests, releases, trainings and the budget, for `metrics_listen`.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Node {
@@ -123,6 +129,9 @@ impl Node {
         {
             return Err(below.into());
         }
+        if let Some(e) = config.policy.cap_over_total(spent.epsilon) {
+            return Err(e.into());
+        }
         Ok(Self {
             organisation_id: config.organisation_id.clone(),
             fingerprint: schema.fingerprint(),
@@ -133,6 +142,7 @@ impl Node {
             data: Arc::new(data),
             raw: Arc::new(raw),
             cancel: Arc::new(AtomicBool::new(false)),
+            metrics: Arc::new(Metrics::new()),
         })
     }
 
@@ -170,6 +180,17 @@ impl Node {
         spec: &DataSpec,
         body: impl FnOnce(&DataPayload, &data_release::PlannedData, &str, i64) -> Vec<u8>,
     ) -> Result<(StoredData, bool), PublishError> {
+        let published = self.make_data(spec, body);
+        self.metrics
+            .publish("data", published.as_ref().map(|(_, new)| *new));
+        published
+    }
+
+    fn make_data(
+        &self,
+        spec: &DataSpec,
+        body: impl FnOnce(&DataPayload, &data_release::PlannedData, &str, i64) -> Vec<u8>,
+    ) -> Result<(StoredData, bool), PublishError> {
         let planned = data_release::plan(
             spec,
             &self.schema.features,
@@ -189,6 +210,7 @@ impl Node {
             charge,
             Duration::from_secs_f64(self.policy.max_training_seconds + 60.0),
             |release_id| {
+                let _training = self.metrics.training();
                 let input = DataInput {
                     features: &self.schema.features,
                     raw: &self.raw.values,
@@ -217,6 +239,16 @@ impl Node {
 
     /// Releases a learner for `spec`, or returns the one released before for the same spec.
     pub fn publish(&self, spec: &LearnerSpec) -> Result<(PublishedLearner, bool), PublishError> {
+        let published = self.publish_learner(spec);
+        self.metrics
+            .publish("learner", published.as_ref().map(|(_, new)| *new));
+        published
+    }
+
+    fn publish_learner(
+        &self,
+        spec: &LearnerSpec,
+    ) -> Result<(PublishedLearner, bool), PublishError> {
         spec.check_ranges()?;
         // λ = auto is calibrated for ball-mode schemas; with the paper map it means 0.01. The
         // stored spec (the release's identity) keeps `auto`; the release records the λ used.
@@ -227,6 +259,17 @@ impl Node {
         let mechanism = trained.build()?;
         if !mechanism.is_proven() && !self.policy.allow_unproven {
             return Err(PublishError::Unproven(mechanism.name().to_owned()));
+        }
+        // A release that cannot finish in time is refused before it is charged; one published
+        // before is returned whatever the limit is now.
+        if self.store.for_spec(spec, &self.fingerprint)?.is_none()
+            && let Some(predicted) = mechanism.predicted_seconds(self.data.len(), self.data.dim())
+            && predicted > self.policy.max_training_seconds
+        {
+            return Err(PublishError::TooSlow {
+                predicted,
+                limit: self.policy.max_training_seconds,
+            });
         }
         let mut noise = NoiseSource::secure().map_err(|e| StoreError::Entropy(e.to_string()))?;
         let charge = Charge {
@@ -242,6 +285,7 @@ impl Node {
             // process: its charge stays, and the spec may be trained again.
             Duration::from_secs_f64(self.policy.max_training_seconds + 60.0),
             || {
+                let _training = self.metrics.training();
                 // No request can raise this: options such as a Gibbs chain's max_steps are the
                 // client's, the deadline is the node's.
                 let limit = Duration::from_secs_f64(self.policy.max_training_seconds);

@@ -9,21 +9,23 @@
 //! a status never carries a number computed from the data: mechanism and store failures whose
 //! messages could (a row norm, a gradient norm) are logged locally and sent as `INTERNAL`.
 
-use crate::access::{Caller, Gate, Rpc, audit_publish, audit_write};
+use crate::access::{Caller, Gate, Rpc, audit_publish, audit_read, audit_write};
 use crate::node::{Node, budget_policy};
-use crate::store::{PageKey, PublishError, StoredData, data_key};
+use crate::status::internal;
+pub use crate::status::publish_status;
+use crate::store::{PageKey, StoredData, data_key};
 use dpagg_proto::convert::{self, WireError};
 use dpagg_proto::data as wire_data;
 use dpagg_proto::signature::SigningKey;
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::organisation_node_server::OrganisationNode;
-use dpagg_shared::privacy::accounting::admission::Refusal;
-use dpagg_shared::privacy::data_release::{DataPayload, DataReleaseError, DataSpec, PlannedData};
-use dpagg_shared::privacy::mechanism::{GibbsError, LearnerSpec, MechanismError};
+use dpagg_shared::privacy::data_release::{DataPayload, DataSpec, PlannedData};
+use dpagg_shared::privacy::mechanism::LearnerSpec;
 use dpagg_shared::privacy::release::PublishedLearner;
 use dpagg_shared::util::time::rfc3339;
 use prost::Message;
 use std::sync::Arc;
+use std::time::Instant;
 use tonic::{Request, Response, Status};
 
 /// Releases per `ListLearners` answer when the client does not say.
@@ -87,87 +89,6 @@ impl NodeService {
         tokio::task::spawn_blocking(move || f(&node))
             .await
             .map_err(|e| Status::internal(format!("worker failed: {e}")))?
-    }
-}
-
-fn internal(context: &str, e: &dyn std::fmt::Display) -> Status {
-    tracing::error!(error = %e, "{context}");
-    Status::internal(format!("{context}; see the node's log"))
-}
-
-/// A failure's kind, without its (possibly data-derived) message.
-fn kind_of(e: &MechanismError) -> &'static str {
-    match e {
-        MechanismError::Stopped(_) => "stopped",
-        _ => "training failed; the charge stands",
-    }
-}
-
-/// Maps a publish failure to a typed status without data-derived numbers.
-pub fn publish_status(e: &PublishError) -> Status {
-    match e {
-        PublishError::Refused(Refusal::Exhausted { .. }) => {
-            Status::resource_exhausted(e.to_string())
-        }
-        PublishError::Refused(Refusal::OverCap { .. }) => {
-            Status::failed_precondition(e.to_string())
-        }
-        PublishError::Unproven(_) => Status::failed_precondition(e.to_string()),
-        PublishError::Mechanism(
-            MechanismError::InvalidParameter { .. }
-            | MechanismError::UnknownOption { .. }
-            | MechanismError::ReproductionOnly { .. }
-            | MechanismError::Accounting(_),
-        ) => Status::invalid_argument(e.to_string()),
-        // The step counts and snapping bounds these name follow from n and d (and ε, λ), which
-        // every release publishes.
-        PublishError::Mechanism(
-            MechanismError::TooManyIterations { .. }
-            | MechanismError::Snapping(_)
-            | MechanismError::Gibbs(
-                GibbsError::TooManySteps { .. } | GibbsError::DimensionTooSmall { .. },
-            ),
-        ) => Status::failed_precondition(e.to_string()),
-        PublishError::Mechanism(MechanismError::Stopped(_)) => {
-            Status::unavailable(format!("{e}; nothing was released and nothing was charged"))
-        }
-        PublishError::InProgress => Status::unavailable(e.to_string()),
-        PublishError::FailedCharged(MechanismError::Stopped(_)) => {
-            Status::unavailable(e.to_string())
-        }
-        PublishError::FailedCharged(inner) => internal(
-            &format!("the node could not train this learner ({})", kind_of(inner)),
-            e,
-        ),
-        PublishError::Mechanism(_) => internal("the node could not train this learner", e),
-        // From the spec and public quantities only (n, d, the schema's bounds).
-        PublishError::Data(DataReleaseError::InvalidSpec(_)) => {
-            Status::invalid_argument(e.to_string())
-        }
-        PublishError::Data(DataReleaseError::Calibration { .. }) => {
-            Status::failed_precondition(e.to_string())
-        }
-        PublishError::Data(DataReleaseError::Failed { .. }) => {
-            internal("the node could not make this data release", e)
-        }
-        // The reason may carry numbers from the data: logged, and only its public summary sent
-        // (e.g. that a propose-test-release test did not pass, which its ε covers).
-        PublishError::DataFailedCharged(inner) => {
-            tracing::warn!(error = %e, "a data release failed after its charge");
-            let public = match inner {
-                DataReleaseError::Failed { public, .. } => public,
-                _ => "the release failed",
-            };
-            Status::failed_precondition(format!(
-                "{}: {public}; nothing was released, and the charge stands",
-                match inner {
-                    DataReleaseError::Failed { kind, .. }
-                    | DataReleaseError::Calibration { kind, .. } => kind.name(),
-                    DataReleaseError::InvalidSpec(_) => "data release",
-                }
-            ))
-        }
-        PublishError::Store(_) => internal("the node's store failed; nothing was released", e),
     }
 }
 
@@ -265,13 +186,20 @@ fn summary(stored: &StoredData) -> Result<pb::DataReleaseBody, Status> {
     Ok(body)
 }
 
-#[tonic::async_trait]
-impl OrganisationNode for NodeService {
-    async fn describe(
+impl NodeService {
+    /// Records one call in the node's metrics (method, status code, latency).
+    fn observe<T>(&self, rpc: Rpc, start: Instant, result: &Result<T, Status>) {
+        let code = result
+            .as_ref()
+            .map_or_else(Status::code, |_| tonic::Code::Ok);
+        self.node.metrics.rpc(rpc, code, start.elapsed());
+    }
+
+    async fn describe_inner(
         &self,
         request: Request<pb::DescribeRequest>,
     ) -> Result<Response<pb::DescribeResponse>, Status> {
-        self.admit(&request, Rpc::Describe)?;
+        let caller = self.admit(&request, Rpc::Describe)?;
         let response = self
             .blocking(|node| {
                 let b = node
@@ -291,25 +219,42 @@ impl OrganisationNode for NodeService {
                     data_kinds: node.data_kinds(),
                 })
             })
-            .await?;
-        Ok(Response::new(response))
+            .await;
+        audit_read(
+            &caller,
+            Rpc::Describe,
+            "",
+            response.as_ref().map(|_| &[][..]),
+        );
+        Ok(Response::new(response?))
     }
 
-    async fn list_learners(
+    async fn list_learners_inner(
         &self,
         request: Request<pb::ListLearnersRequest>,
     ) -> Result<Response<pb::ListLearnersResponse>, Status> {
-        self.admit(&request, Rpc::ListLearners)?;
+        let caller = self.admit(&request, Rpc::ListLearners)?;
         let r = request.into_inner();
+        let asked = format!("page_token={:?}", r.page_token);
         let size = page_size(r.page_size)?;
         let after = page_after(&r.page_token)?;
-        let (learners, next) = self
+        let page = self
             .blocking(move |node| {
                 node.store
                     .page(after, size)
                     .map_err(|e| internal("cannot read releases", &e))
             })
-            .await?;
+            .await;
+        let ids: Result<Vec<String>, &Status> = page
+            .as_ref()
+            .map(|(l, _)| l.iter().map(|r| r.release_id.clone()).collect());
+        audit_read(
+            &caller,
+            Rpc::ListLearners,
+            &asked,
+            ids.as_deref().map_err(|e| *e),
+        );
+        let (learners, next) = page?;
         Ok(Response::new(pb::ListLearnersResponse {
             learners: learners
                 .iter()
@@ -319,16 +264,24 @@ impl OrganisationNode for NodeService {
         }))
     }
 
-    async fn get_learner(
+    async fn get_learner_inner(
         &self,
         request: Request<pb::GetLearnerRequest>,
     ) -> Result<Response<pb::PrivateLearner>, Status> {
         use pb::get_learner_request::Selector;
-        self.admit(&request, Rpc::GetLearner)?;
+        let caller = self.admit(&request, Rpc::GetLearner)?;
         let selector = request
             .into_inner()
             .selector
             .ok_or_else(|| Status::invalid_argument("give `release_id`, `spec` or `latest`"))?;
+        let asked = match &selector {
+            Selector::ReleaseId(id) => format!("release_id={id:?}"),
+            Selector::Spec(spec) => LearnerSpec::try_from(spec.clone()).map_or_else(
+                |_| "spec=(invalid)".to_owned(),
+                |s| format!("spec={}", s.describe()),
+            ),
+            Selector::Latest(latest) => format!("latest={latest}"),
+        };
         let found = self
             .blocking(move |node| {
                 let read = |e| internal("cannot read releases", &e);
@@ -344,12 +297,26 @@ impl OrganisationNode for NodeService {
                     Selector::Latest(true) => node.store.latest().map_err(read),
                 }
             })
-            .await?;
-        let found = found.ok_or_else(|| Status::not_found("no such release"))?;
-        Ok(Response::new(self.served(&found)?))
+            .await
+            .and_then(|found| {
+            found.ok_or_else(|| {
+                Status::not_found(
+                    "no such release: publish it first (`dpagg-node publish`, or ask with \
+                     publish = true if this node allows remote publishing), or ask for the \
+                     latest release (latest = true)",
+                )
+            })
+        });
+        audit_read(
+            &caller,
+            Rpc::GetLearner,
+            &asked,
+            found.as_ref().map(|r| std::slice::from_ref(&r.release_id)),
+        );
+        Ok(Response::new(self.served(&found?)?))
     }
 
-    async fn publish_learner(
+    async fn publish_learner_inner(
         &self,
         request: Request<pb::PublishLearnerRequest>,
     ) -> Result<Response<pb::PrivateLearner>, Status> {
@@ -378,7 +345,7 @@ impl OrganisationNode for NodeService {
         Ok(Response::new(self.served(&release)?))
     }
 
-    async fn publish_data(
+    async fn publish_data_inner(
         &self,
         request: Request<pb::PublishDataRequest>,
     ) -> Result<Response<pb::DataRelease>, Status> {
@@ -413,16 +380,23 @@ impl OrganisationNode for NodeService {
         Ok(Response::new(self.served_data(&stored)))
     }
 
-    async fn get_data(
+    async fn get_data_inner(
         &self,
         request: Request<pb::GetDataRequest>,
     ) -> Result<Response<pb::DataRelease>, Status> {
         use pb::get_data_request::Selector;
-        self.admit(&request, Rpc::GetData)?;
+        let caller = self.admit(&request, Rpc::GetData)?;
         let selector = request
             .into_inner()
             .selector
             .ok_or_else(|| Status::invalid_argument("give `release_id` or `spec`"))?;
+        let asked = match &selector {
+            Selector::ReleaseId(id) => format!("release_id={id:?}"),
+            Selector::Spec(spec) => DataSpec::try_from(spec.clone()).map_or_else(
+                |_| "spec=(invalid)".to_owned(),
+                |s| format!("spec={}", s.key()),
+            ),
+        };
         let found = self
             .blocking(move |node| {
                 let read = |e| internal("cannot read data releases", &e);
@@ -436,29 +410,126 @@ impl OrganisationNode for NodeService {
                     }
                 }
             })
-            .await?;
-        let found = found.ok_or_else(|| Status::not_found("no such data release"))?;
-        Ok(Response::new(self.served_data(&found)))
+            .await
+            .and_then(|found| {
+                found.ok_or_else(|| {
+                    Status::not_found(
+                        "no such data release: publish it first (`dpagg-node publish-data`, or \
+                         PublishData if this node allows remote publishing)",
+                    )
+                })
+            });
+        audit_read(
+            &caller,
+            Rpc::GetData,
+            &asked,
+            found.as_ref().map(|r| std::slice::from_ref(&r.release_id)),
+        );
+        Ok(Response::new(self.served_data(&found?)))
+    }
+
+    async fn list_data_inner(
+        &self,
+        request: Request<pb::ListDataRequest>,
+    ) -> Result<Response<pb::ListDataResponse>, Status> {
+        let caller = self.admit(&request, Rpc::ListData)?;
+        let r = request.into_inner();
+        let asked = format!("page_token={:?}", r.page_token);
+        let size = page_size(r.page_size)?;
+        let after = page_after(&r.page_token)?;
+        let page = self
+            .blocking(move |node| {
+                node.store
+                    .data_page(after, size)
+                    .map_err(|e| internal("cannot read data releases", &e))
+            })
+            .await;
+        let ids: Result<Vec<String>, &Status> = page
+            .as_ref()
+            .map(|(l, _)| l.iter().map(|r| r.release_id.clone()).collect());
+        audit_read(
+            &caller,
+            Rpc::ListData,
+            &asked,
+            ids.as_deref().map_err(|e| *e),
+        );
+        let (releases, next) = page?;
+        Ok(Response::new(pb::ListDataResponse {
+            releases: releases.iter().map(summary).collect::<Result<_, _>>()?,
+            next_page_token: next.map(|k| k.token()).unwrap_or_default(),
+        }))
+    }
+}
+
+#[tonic::async_trait]
+impl OrganisationNode for NodeService {
+    async fn describe(
+        &self,
+        request: Request<pb::DescribeRequest>,
+    ) -> Result<Response<pb::DescribeResponse>, Status> {
+        let start = Instant::now();
+        let result = self.describe_inner(request).await;
+        self.observe(Rpc::Describe, start, &result);
+        result
+    }
+
+    async fn list_learners(
+        &self,
+        request: Request<pb::ListLearnersRequest>,
+    ) -> Result<Response<pb::ListLearnersResponse>, Status> {
+        let start = Instant::now();
+        let result = self.list_learners_inner(request).await;
+        self.observe(Rpc::ListLearners, start, &result);
+        result
+    }
+
+    async fn get_learner(
+        &self,
+        request: Request<pb::GetLearnerRequest>,
+    ) -> Result<Response<pb::PrivateLearner>, Status> {
+        let start = Instant::now();
+        let result = self.get_learner_inner(request).await;
+        self.observe(Rpc::GetLearner, start, &result);
+        result
+    }
+
+    async fn publish_learner(
+        &self,
+        request: Request<pb::PublishLearnerRequest>,
+    ) -> Result<Response<pb::PrivateLearner>, Status> {
+        let start = Instant::now();
+        let result = self.publish_learner_inner(request).await;
+        self.observe(Rpc::PublishLearner, start, &result);
+        result
+    }
+
+    async fn publish_data(
+        &self,
+        request: Request<pb::PublishDataRequest>,
+    ) -> Result<Response<pb::DataRelease>, Status> {
+        let start = Instant::now();
+        let result = self.publish_data_inner(request).await;
+        self.observe(Rpc::PublishData, start, &result);
+        result
+    }
+
+    async fn get_data(
+        &self,
+        request: Request<pb::GetDataRequest>,
+    ) -> Result<Response<pb::DataRelease>, Status> {
+        let start = Instant::now();
+        let result = self.get_data_inner(request).await;
+        self.observe(Rpc::GetData, start, &result);
+        result
     }
 
     async fn list_data(
         &self,
         request: Request<pb::ListDataRequest>,
     ) -> Result<Response<pb::ListDataResponse>, Status> {
-        self.admit(&request, Rpc::ListData)?;
-        let r = request.into_inner();
-        let size = page_size(r.page_size)?;
-        let after = page_after(&r.page_token)?;
-        let (releases, next) = self
-            .blocking(move |node| {
-                node.store
-                    .data_page(after, size)
-                    .map_err(|e| internal("cannot read data releases", &e))
-            })
-            .await?;
-        Ok(Response::new(pb::ListDataResponse {
-            releases: releases.iter().map(summary).collect::<Result<_, _>>()?,
-            next_page_token: next.map(|k| k.token()).unwrap_or_default(),
-        }))
+        let start = Instant::now();
+        let result = self.list_data_inner(request).await;
+        self.observe(Rpc::ListData, start, &result);
+        result
     }
 }

@@ -138,6 +138,19 @@ pub enum PublishError {
     /// The database failed; nothing was released.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The release would take longer than the node's training time limit (predicted from n, d
+    /// and the spec, before any charge).
+    #[error(
+        "this release would take at least {} s here, over this node's max_training_seconds = {}: ask for fewer steps or a smaller sampling rate, or raise the limit (nothing was charged)",
+        dpagg_shared::util::num::Short(*predicted),
+        dpagg_shared::util::num::Short(*limit)
+    )]
+    TooSlow {
+        /// Predicted seconds (a lower estimate).
+        predicted: f64,
+        /// The limit.
+        limit: f64,
+    },
     /// The same spec is being trained right now (by this node or a `publish` beside it).
     #[error("a release for this spec is being trained now; ask again when it is done")]
     InProgress,

@@ -1,0 +1,250 @@
+//! The node's metrics, in the Prometheus / OpenMetrics text format (`prometheus-client`), served
+//! on their own address when `metrics_listen` is set (off by default): an operator watches a
+//! node for months without reading its logs.
+//!
+//! - `dpagg_budget_epsilon{state="total|spent|remaining"}`, `dpagg_budget_delta{…}`: the
+//!   ledger's figures under replace-one, read from the store at every scrape (so they match
+//!   `dpagg-node ledger` exactly).
+//! - `dpagg_releases{kind="learner|data"}`: releases stored (all time, from the store);
+//!   `dpagg_unfinished_charges`: charges of trainings that produced nothing.
+//! - `dpagg_publish_requests_total{kind, outcome}`: publish requests since start, by outcome
+//!   (`published`, `existing`, or the reason of a refusal or failure).
+//! - `dpagg_rpc_requests_total{method, code}` and `dpagg_rpc_seconds{method}` (histogram): every
+//!   gRPC call by method and status code, and its latency.
+//! - `dpagg_training_seconds` (histogram) and `dpagg_trainings_in_flight`: releases being made.
+//!
+//! Nothing here is a statistic of the records: counts of requests and releases, budgets and
+//! durations, which the operator's node already knows and which carry no row's value.
+
+use crate::access::Rpc;
+use crate::store::{PublishError, Store};
+use dpagg_shared::privacy::accounting::admission::{BudgetPolicy, Refusal};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+/// A gRPC call's labels.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RpcLabels {
+    method: &'static str,
+    code: String,
+}
+
+/// A method's label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabel {
+    method: &'static str,
+}
+
+/// A publish request's labels.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PublishLabels {
+    kind: &'static str,
+    outcome: &'static str,
+}
+
+/// A stored figure's label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabel {
+    state: &'static str,
+}
+
+/// A release kind's label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: &'static str,
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// Latency buckets of a gRPC call: 1 ms to about 65 s.
+fn rpc_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 17))
+}
+
+/// The node's metrics.
+pub struct Metrics {
+    registry: Registry,
+    rpcs: Family<RpcLabels, Counter>,
+    rpc_seconds: Family<MethodLabel, Histogram, fn() -> Histogram>,
+    publishes: Family<PublishLabels, Counter>,
+    training_seconds: Histogram,
+    in_flight: Gauge,
+    epsilon: Family<StateLabel, FloatGauge>,
+    delta: Family<StateLabel, FloatGauge>,
+    releases: Family<KindLabel, Gauge>,
+    unfinished: Gauge,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Every metric, registered under the `dpagg` prefix.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("dpagg");
+        let m = Self {
+            rpcs: Family::default(),
+            rpc_seconds: Family::new_with_constructor(rpc_buckets),
+            publishes: Family::default(),
+            training_seconds: Histogram::new(exponential_buckets(0.01, 2.0, 16)),
+            in_flight: Gauge::default(),
+            epsilon: Family::default(),
+            delta: Family::default(),
+            releases: Family::default(),
+            unfinished: Gauge::default(),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "rpc_requests",
+            "gRPC calls by method and status code",
+            m.rpcs.clone(),
+        );
+        registry.register(
+            "rpc_seconds",
+            "gRPC call latency by method",
+            m.rpc_seconds.clone(),
+        );
+        registry.register(
+            "publish_requests",
+            "publish requests since start by release kind and outcome",
+            m.publishes.clone(),
+        );
+        registry.register(
+            "training_seconds",
+            "time to make one new release",
+            m.training_seconds.clone(),
+        );
+        registry.register(
+            "trainings_in_flight",
+            "releases being made now",
+            m.in_flight.clone(),
+        );
+        registry.register(
+            "budget_epsilon",
+            "the privacy budget's epsilon under replace-one (total, spent, remaining)",
+            m.epsilon.clone(),
+        );
+        registry.register(
+            "budget_delta",
+            "the privacy budget's delta under replace-one (total, spent, remaining)",
+            m.delta.clone(),
+        );
+        registry.register("releases", "releases stored, by kind", m.releases.clone());
+        registry.register(
+            "unfinished_charges",
+            "charges of trainings that produced no release (they stay spent)",
+            m.unfinished.clone(),
+        );
+        Self { registry, ..m }
+    }
+
+    /// Records one gRPC call.
+    pub fn rpc(&self, rpc: Rpc, code: tonic::Code, elapsed: Duration) {
+        self.rpcs
+            .get_or_create(&RpcLabels {
+                method: rpc.name(),
+                code: format!("{code:?}"),
+            })
+            .inc();
+        self.rpc_seconds
+            .get_or_create(&MethodLabel { method: rpc.name() })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Records one publish request of `kind` (`learner` or `data`) and how it ended.
+    pub fn publish(&self, kind: &'static str, outcome: Result<bool, &PublishError>) {
+        let outcome = match outcome {
+            Ok(true) => "published",
+            Ok(false) => "existing",
+            Err(e) => reason(e),
+        };
+        self.publishes
+            .get_or_create(&PublishLabels { kind, outcome })
+            .inc();
+    }
+
+    /// Records a training that began; the guard records its end and duration.
+    pub fn training(&self) -> Training<'_> {
+        self.in_flight.inc();
+        Training {
+            metrics: self,
+            start: std::time::Instant::now(),
+        }
+    }
+
+    /// The metrics as OpenMetrics text, with the ledger's figures read from `store` now.
+    pub fn encode(&self, store: &Store, policy: &BudgetPolicy) -> Result<String, String> {
+        let spent = store.spent().map_err(|e| e.to_string())?;
+        for (family, total, spent) in [
+            (&self.epsilon, policy.epsilon_total, spent.epsilon),
+            (&self.delta, policy.delta_total, spent.delta),
+        ] {
+            for (state, v) in [
+                ("total", total),
+                ("spent", spent),
+                ("remaining", (total - spent).max(0.0)),
+            ] {
+                family.get_or_create(&StateLabel { state }).set(v);
+            }
+        }
+        let learners = store.releases().map_err(|e| e.to_string())?.len();
+        let (data, _) = store
+            .data_page(None, usize::MAX)
+            .map_err(|e| e.to_string())?;
+        for (kind, n) in [("learner", learners), ("data", data.len())] {
+            self.releases
+                .get_or_create(&KindLabel { kind })
+                .set(n as i64);
+        }
+        self.unfinished
+            .set(store.unfinished().map_err(|e| e.to_string())? as i64);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .map_err(|e| e.to_string())?;
+        Ok(text)
+    }
+}
+
+/// A training in progress (see [`Metrics::training`]).
+pub struct Training<'a> {
+    metrics: &'a Metrics,
+    start: std::time::Instant,
+}
+
+impl Drop for Training<'_> {
+    fn drop(&mut self) {
+        self.metrics.in_flight.dec();
+        self.metrics
+            .training_seconds
+            .observe(self.start.elapsed().as_secs_f64());
+    }
+}
+
+/// A publish failure's reason, as a label value.
+fn reason(e: &PublishError) -> &'static str {
+    match e {
+        PublishError::Refused(Refusal::Exhausted { .. }) => "refused_budget",
+        PublishError::Refused(Refusal::OverCap { .. }) => "refused_cap",
+        PublishError::Unproven(_) => "refused_unproven",
+        PublishError::TooSlow { .. } => "refused_too_slow",
+        PublishError::Mechanism(_) | PublishError::Data(_) => "refused_invalid",
+        PublishError::InProgress => "in_progress",
+        PublishError::FailedCharged(_) | PublishError::DataFailedCharged(_) => "failed_charged",
+        PublishError::Store(_) => "store_error",
+    }
+}
