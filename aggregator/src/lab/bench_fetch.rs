@@ -222,6 +222,7 @@ fn write_shard(dir: &Path) -> Result<()> {
 
 fn network(concurrency: usize) -> Network {
     Network {
+        connect_timeout: Duration::from_secs(30),
         timeout: Duration::from_secs(30),
         retries: 0,
         backoff: Duration::from_millis(100),

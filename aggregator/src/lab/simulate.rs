@@ -13,7 +13,7 @@ use dpagg_shared::simulation::{
     DataSource, LocalBaseline, SimulationConfig, SimulationSummary, TestSplit,
     run as run_simulation, runs_csv,
 };
-use dpagg_shared::util::files::atomic_write;
+use dpagg_shared::util::files::{atomic_write, check_writable_dir};
 use dpagg_shared::util::stats::Summary;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
@@ -63,9 +63,10 @@ pub struct Args {
     /// Master seed (simulation only: seeded noise gives no privacy).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Test fraction for a CSV dataset (stratified).
-    #[arg(long, default_value_t = 0.2)]
-    test_fraction: f64,
+    /// Test fraction for a CSV dataset (stratified) [default: 0.2]; the bundled datasets use
+    /// the paper's test sets and synthetic data its own.
+    #[arg(long)]
+    test_fraction: Option<f64>,
     /// Mechanism option name=value (repeat), e.g. --option steps=500 for dp-sgd.
     #[arg(long = "option", value_parser = dpagg_shared::privacy::mechanism::kind::parse_option)]
     option: Vec<(String, f64)>,
@@ -156,6 +157,17 @@ fn private_schema(
 
 /// Resolves the data source from the arguments.
 fn source(args: &Args, note: &mut String) -> Result<Source> {
+    if let Some(f) = args.test_fraction {
+        if !(f > 0.0 && f < 1.0) {
+            bail!("--test-fraction: {f} is not in (0, 1)");
+        }
+        if args.schema.is_none() {
+            bail!(
+                "--test-fraction applies to a CSV dataset; {} has a fixed test set (the paper's)",
+                args.dataset
+            );
+        }
+    }
     if args.dataset == "synthetic" {
         if args.schema.is_some() {
             bail!("--schema applies to CSV datasets, not to synthetic data");
@@ -226,7 +238,7 @@ fn source(args: &Args, note: &mut String) -> Result<Source> {
         name,
         data: DataSource::Fixed {
             data,
-            test: TestSplit::Fraction(args.test_fraction),
+            test: TestSplit::Fraction(args.test_fraction.unwrap_or(0.2)),
         },
         orgs: 10,
         map: Some((schema.name.clone(), schema.mode())),
@@ -283,8 +295,9 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(&name));
-    std::fs::create_dir_all(&out)
-        .with_context(|| format!("cannot create output folder {}", out.display()))?;
+    // Checked now, created only when there is something to write.
+    check_writable_dir(&out)
+        .with_context(|| format!("cannot write to output folder {}", out.display()))?;
     let bar = ProgressBar::new((config.epsilons.len() * config.trials) as u64);
     bar.set_style(
         ProgressStyle::with_template(
@@ -298,6 +311,8 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
     bar.finish_and_clear();
     let printed = write!(stdout, "{note}").and_then(|()| print_table(stdout, &summary));
     let json = serde_json::to_vec_pretty(&summary).context("cannot serialise the summary")?;
+    std::fs::create_dir_all(&out)
+        .with_context(|| format!("cannot create output folder {}", out.display()))?;
     let summary_path = out.join("summary.json");
     atomic_write(&summary_path, &json)
         .with_context(|| format!("cannot write {}", summary_path.display()))?;

@@ -8,6 +8,7 @@
 //! schema = "diabetes.schema.toml"       # the public schema every organisation uses
 //! nodes = ["https://10.0.0.2:50051", "https://10.0.0.3:50051"]
 //! out = "report"                        # report.json and report.html go here
+//! # metrics_textfile = "/var/lib/node_exporter/dpagg.prom"   # the run's figures for Prometheus
 //!
 //! identity = "federation/aggregator"    # ca.pem, cert.pem, key.pem, signing.key (dpagg-node certs)
 //! signing_keys = "federation/public-keys"  # <organisation>.pub for every node [default: the
@@ -30,6 +31,7 @@
 //! allow_unproven = false                # releases whose guarantee is not proven (e.g. a cheap sampler)
 //! min_learners = 1                      # fail if fewer valid learners remain
 //!
+//! connect_timeout_ms = 3000             # to connect and finish the TLS handshake
 //! timeout_ms = 5000                     # per node and attempt
 //! retries = 2                           # further attempts after an unreachable/timeout failure
 //! backoff_ms = 200                      # doubled after each attempt
@@ -77,6 +79,10 @@ pub struct Settings {
     /// Folder for report.json and report.html.
     #[arg(long, env = "DPAGG_AGG_OUT", default_value = "report")]
     pub out: Option<PathBuf>,
+    /// Also write the run's figures as a Prometheus textfile here (e.g. for node_exporter's
+    /// textfile collector).
+    #[arg(long, env = "DPAGG_AGG_METRICS_TEXTFILE")]
+    pub metrics_textfile: Option<PathBuf>,
     /// Identity folder: ca.pem, cert.pem, key.pem, signing.key (see `dpagg-node certs`).
     #[arg(long, env = "DPAGG_AGG_IDENTITY")]
     pub identity: Option<PathBuf>,
@@ -167,6 +173,14 @@ pub struct Settings {
         allow_negative_numbers = true
     )]
     pub min_learners: Option<usize>,
+    /// Time to connect to a node and finish the TLS handshake, in milliseconds.
+    #[arg(
+        long,
+        env = "DPAGG_AGG_CONNECT_TIMEOUT_MS",
+        default_value = "3000",
+        allow_negative_numbers = true
+    )]
+    pub connect_timeout_ms: Option<u64>,
     /// Timeout of one attempt at one node, in milliseconds.
     #[arg(
         long,
@@ -284,6 +298,8 @@ pub struct Acceptance {
 /// How nodes are contacted.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Network {
+    /// To connect and finish the handshake.
+    pub connect_timeout: Duration,
     /// Per attempt and node.
     pub timeout: Duration,
     /// Further attempts after an unreachable/timeout failure.
@@ -342,6 +358,8 @@ pub struct RunConfig {
     pub nodes: Vec<String>,
     /// Output folder.
     pub out: PathBuf,
+    /// Where to write the run's figures as a Prometheus textfile, if anywhere.
+    pub metrics_textfile: Option<PathBuf>,
     /// TLS and signatures, or plain text.
     pub security: Security,
     /// The release to ask for.
@@ -394,6 +412,7 @@ impl FileSettings for Settings {
             &mut self.data,
             &mut self.schema,
             &mut self.out,
+            &mut self.metrics_textfile,
             &mut self.test_file,
             &mut self.identity,
             &mut self.signing_keys,
@@ -419,6 +438,9 @@ impl Settings {
             schema,
             nodes,
             out: l.require("out", |s| s.out.take())?.value,
+            metrics_textfile: l
+                .get("metrics_textfile", |s| s.metrics_textfile.take())
+                .map(|s| s.value),
             security,
             request,
             accept: acceptance(&mut l)?,
@@ -610,7 +632,11 @@ fn network(l: &mut Given<'_>) -> Result<Network, ConfigError> {
         .require("timeout_ms", |s| s.timeout_ms.take())?
         .check("at least 1", |t| *t >= 1)?;
     let backoff_ms = l.require("backoff_ms", |s| s.backoff_ms.take())?.value;
+    let connect_timeout_ms = l
+        .require("connect_timeout_ms", |s| s.connect_timeout_ms.take())?
+        .check("at least 1", |t| *t >= 1)?;
     Ok(Network {
+        connect_timeout: Duration::from_millis(connect_timeout_ms),
         timeout: Duration::from_millis(timeout_ms),
         retries: l.require("retries", |s| s.retries.take())?.value,
         backoff: Duration::from_millis(backoff_ms),

@@ -15,7 +15,7 @@
 
 use crate::run::config::{LearnerRequest, Network};
 use crate::run::validate::Violation;
-use dpagg_node::tls::{ClientTls, ConnectError, check_organisation_id};
+use dpagg_node::tls::{ClientTls, ConnectError, check_organisation_id, handshake_problem};
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::get_learner_request::Selector;
 use dpagg_proto::v1::organisation_node_client::OrganisationNodeClient;
@@ -70,6 +70,10 @@ pub enum Exclusion {
     /// The learner's signature is missing or does not verify against the organisation's key.
     #[error("signature: {0}")]
     Signature(String),
+    /// The TLS handshake failed for a reason a retry does not change (a certificate from
+    /// another CA, an expired certificate, a server that does not speak TLS).
+    #[error("TLS: {0}")]
+    Tls(String),
 }
 
 impl Exclusion {
@@ -85,6 +89,7 @@ impl Exclusion {
             Self::Duplicate(_) => "duplicate",
             Self::IdentityMismatch(_) => "identity",
             Self::Signature(_) => "signature",
+            Self::Tls(_) => "tls",
         }
     }
 }
@@ -238,11 +243,18 @@ pub(crate) async fn connect(
         exclusion: Exclusion::Unreachable { attempts, detail },
         retry: true,
     };
-    let configure = |e: Endpoint| e.connect_timeout(net.timeout).timeout(net.timeout);
+    let configure = |e: Endpoint| e.connect_timeout(net.connect_timeout).timeout(net.timeout);
     match &client.tls {
         Some(tls) => match tls.connect(url, configure).await {
             Ok((channel, identity)) => Ok((channel, Some(identity))),
-            Err(ConnectError::Transport(e)) => Err(unreachable(chain(&e))),
+            Err(ConnectError::Transport(e)) => Err(match handshake_problem(&e) {
+                // The certificate or the protocol is wrong: the next attempt meets the same.
+                Some(problem) => Failure {
+                    exclusion: Exclusion::Tls(problem),
+                    retry: false,
+                },
+                None => unreachable(chain(&e)),
+            }),
             Err(ConnectError::Tls(e)) => Err(Failure {
                 exclusion: Exclusion::IdentityMismatch(clean(&e.to_string(), MAX_TEXT)),
                 retry: false,
@@ -422,14 +434,24 @@ pub async fn fetch_all(
     client: &Client,
 ) -> Vec<NodeOutcome> {
     let limit = Arc::new(tokio::sync::Semaphore::new(net.concurrency.max(1)));
+    let pending: Arc<std::sync::Mutex<Vec<String>>> =
+        Arc::new(std::sync::Mutex::new(endpoints.to_vec()));
+    let watcher = tokio::spawn(report_waiting(pending.clone(), net));
     let mut tasks = Vec::with_capacity(endpoints.len());
     for url in endpoints {
         // Acquired here, not in the task, so that nodes start in the configured order.
         let permit = limit.clone().acquire_owned().await;
         let (url, request, client) = (url.clone(), request.clone(), client.clone());
+        let pending = pending.clone();
         tasks.push(tokio::spawn(async move {
             let _permit = permit;
-            fetch_one(&url, &request, net, &client).await
+            let outcome = fetch_one(&url, &request, net, &client).await;
+            if let Ok(mut p) = pending.lock()
+                && let Some(i) = p.iter().position(|u| *u == url)
+            {
+                p.remove(i);
+            }
+            outcome
         }));
     }
     let mut out = Vec::with_capacity(tasks.len());
@@ -444,5 +466,37 @@ pub async fn fetch_all(
             elapsed: Duration::ZERO,
         }));
     }
+    watcher.abort();
     out
+}
+
+/// How often a run that is still waiting for nodes says so.
+const WAITING_EVERY: Duration = Duration::from_secs(5);
+
+/// Every [`WAITING_EVERY`], logs which nodes the run is still waiting for (a port that accepts
+/// and never answers would otherwise be a silent wait of attempts × timeout).
+async fn report_waiting(pending: Arc<std::sync::Mutex<Vec<String>>>, net: Network) {
+    let start = Instant::now();
+    loop {
+        tokio::time::sleep(WAITING_EVERY).await;
+        let waiting = pending.lock().map(|p| p.clone()).unwrap_or_default();
+        if waiting.is_empty() {
+            return;
+        }
+        let shown: Vec<&str> = waiting.iter().take(5).map(String::as_str).collect();
+        tracing::warn!(
+            "still waiting for {} node(s) after {} s: {}{} (connect timeout {} ms, {} ms per attempt, {} retries)",
+            waiting.len(),
+            start.elapsed().as_secs(),
+            shown.join(", "),
+            if waiting.len() > shown.len() {
+                ", …"
+            } else {
+                ""
+            },
+            net.connect_timeout.as_millis(),
+            net.timeout.as_millis(),
+            net.retries
+        );
+    }
 }

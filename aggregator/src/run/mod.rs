@@ -22,6 +22,7 @@ pub mod config;
 #[cfg(test)]
 mod config_fuzz;
 pub mod fetch;
+pub mod metrics;
 pub mod model;
 pub mod protocol;
 pub mod report;
@@ -112,6 +113,18 @@ pub(crate) fn sign(report: &mut report::Report, identity: &std::path::Path) -> R
 ///
 /// The report is written even when nobody reads the table (`| head -1`).
 fn run(config: &config::RunConfig, out: &mut Out) -> Result<()> {
+    // Found now, not after every node has been asked.
+    dpagg_shared::util::files::check_writable_dir(&config.out).with_context(|| {
+        format!(
+            "{}: the report cannot be written there (out)",
+            config.out.display()
+        )
+    })?;
+    if let Some(path) = &config.metrics_textfile {
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+        dpagg_shared::util::files::check_writable_dir(dir.unwrap_or(std::path::Path::new(".")))
+            .with_context(|| format!("{}: cannot be written (metrics_textfile)", path.display()))?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -122,6 +135,9 @@ fn run(config: &config::RunConfig, out: &mut Out) -> Result<()> {
     }
     let printed = write!(out, "{}", report.table());
     report.write(&config.out)?;
+    if let Some(path) = &config.metrics_textfile {
+        metrics::write(&report, path)?;
+    }
     printed?;
     writeln!(
         out,

@@ -151,6 +151,22 @@ fn screen(outcomes: &mut [NodeOutcome], check: &Check<'_>, trust: &Trust) -> Vec
     accepted
 }
 
+/// Logs every excluded node with its reason (the audit trail of a run; the report has them too).
+fn log_exclusions(outcomes: &[NodeOutcome]) {
+    for o in outcomes {
+        if let Err(e) = &o.result {
+            tracing::warn!(
+                target: "dpagg::audit",
+                endpoint = %o.endpoint,
+                organisation = o.organisation_id.as_deref().unwrap_or("?"),
+                code = e.code(),
+                reason = %e,
+                "node excluded"
+            );
+        }
+    }
+}
+
 /// Runs the whole protocol and returns the report (nothing is written).
 pub async fn execute(config: &RunConfig) -> Result<Report> {
     let own = own_data(config)?;
@@ -164,6 +180,7 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         request: &config.request,
     };
     let accepted = screen(&mut outcomes, &check, &Trust::new(&config.security));
+    log_exclusions(&outcomes);
     if accepted.len() < config.accept.min_learners {
         let reasons: Vec<String> = outcomes
             .iter()

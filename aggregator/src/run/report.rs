@@ -174,10 +174,31 @@ pub struct Report {
 /// What the final model says in words about its privacy.
 pub const FINAL_PRIVACY: &str = "The final model is differentially private with respect to each other organisation's records (it post-processes their releases; seed 001 Proposition 4.1), but not with respect to the aggregator's own records, which it uses without noise: do not publish it as a private release.";
 
+/// What a candidate of the final model is, in one sentence (the report's definitions; the
+/// match makes a new candidate fail to compile until it is defined here).
+pub fn candidate_definition(c: Candidate) -> &'static str {
+    match c {
+        Candidate::Local => {
+            "the local baseline: a non-private logistic regression on the own training rows, λ tuned by cross-validation"
+        }
+        Candidate::MirrorAveraging => {
+            "mirror averaging of the included learners (seed 001 eq. 17), weighted by their loss on the own training rows"
+        }
+        Candidate::MirrorWithOwn => "the same with the local model as one more expert",
+        Candidate::Stacking => {
+            "a regularised logistic regression on the own features and the learners' normalised margins ⟨θ_m/‖θ_m‖, x⟩ (a noisy learner with a large norm cannot dominate)"
+        }
+        Candidate::StackingMargins => {
+            "the same on the learners' normalised margins only, without the own features (fewer parameters: better when the learners carry most of the signal and the own rows are few)"
+        }
+    }
+}
+
 /// One candidate of the final model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CandidateView {
-    /// Its name (`local`, `mirror-averaging`, `mirror-averaging+own`, `stacking`).
+    /// Its name (`local`, `mirror-averaging`, `mirror-averaging+own`, `stacking`,
+    /// `stacking-margins`; see [`candidate_definition`]).
     pub name: &'static str,
     /// Mean held-out accuracy in cross-validation on own training rows.
     pub cv_accuracy: f64,
@@ -329,13 +350,13 @@ impl Report {
         );
         let _ = writeln!(
             s,
-            "{:<28} {:<18} {:<9} {:<32} {:>5} {:>8} {:>8} {:>7}  excluded because",
-            "node", "organisation", "status", "release", "ε", "δ", "accuracy", "λ"
+            "{:<28} {:<18} {:<9} {:<32} {:>5} {:>8} {:>8} {:>13}  excluded because",
+            "node", "organisation", "status", "release", "ε", "δ", "accuracy", "mixing weight"
         );
         for n in &self.nodes {
             let _ = writeln!(
                 s,
-                "{:<28} {:<18} {:<9} {:<32} {:>5} {:>8} {:>8} {:>7}  {}",
+                "{:<28} {:<18} {:<9} {:<32} {:>5} {:>8} {:>8} {:>13}  {}",
                 n.endpoint,
                 n.organisation_id.as_deref().unwrap_or("–"),
                 n.status,
@@ -490,8 +511,18 @@ impl Report {
                 c.test_accuracy
             );
         }
+        let definitions: String = Candidate::ALL
+            .iter()
+            .map(|&c| {
+                format!(
+                    "<li><b>{}</b>: {}.</li>\n",
+                    c.name(),
+                    candidate_definition(c)
+                )
+            })
+            .collect();
         format!(
-            "<table><tr><th>candidate</th><th>CV accuracy (own training rows)</th><th>CV gain over local, points ± s.e.</th><th>test accuracy</th></tr>\n{rows}</table>\n<p>A candidate other than local is chosen only if its cross-validated gain exceeds its standard error; the local model's λ = {} and the stacker's λ = {} were chosen by 5-fold cross-validation on the own training rows. Weights of the final model: <code>model.json</code>.</p>",
+            "<table><tr><th>candidate</th><th>CV accuracy (own training rows)</th><th>CV gain over local, points ± s.e.</th><th>test accuracy</th></tr>\n{rows}</table>\n<ul class=\"candidates\">\n{definitions}</ul>\n<p>The local model is kept unless another candidate's mean cross-validated gain in accuracy over it (paired, row by row, on the held-out rows of repeated stratified folds) exceeds one standard error; if several do, the one with the highest gain − 1 s.e. is chosen. The local model's λ = {} and stacking's λ = {} were chosen by 5-fold cross-validation on the own training rows. Weights of the final model: <code>model.json</code>.</p>",
             self.final_model.local_lambda, self.final_model.stacking_lambda
         )
     }
@@ -812,6 +843,19 @@ mod tests {
         assert!(html.contains("&lt;script&gt;"));
         assert!(html.contains("<svg") && html.contains("accuracy</text>"));
         assert!(report.table().contains("mirror averaging"));
+        // Every candidate the selection can choose is defined where the report names it, and the
+        // mixing-weight column is not labelled λ (the regulariser's name).
+        assert!(
+            Candidate::ALL
+                .iter()
+                .all(|c| html.contains(&format!("<li><b>{}</b>: ", c.name()))),
+            "{html}"
+        );
+        let header = report.table().lines().nth(2).unwrap_or_default().to_owned();
+        assert!(
+            header.contains("accuracy mixing weight  excluded because") && !header.contains('λ'),
+            "{header}"
+        );
     }
 
     #[test]

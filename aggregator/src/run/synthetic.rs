@@ -279,6 +279,26 @@ pub async fn train_on_synthetic(
         }
     }
     let synthetic_rows = pooled.len();
+    if synthetic_rows == 0 {
+        let reasons: Vec<String> = nodes
+            .iter()
+            .map(|n| {
+                format!(
+                    "{}: {}",
+                    n.endpoint,
+                    n.exclusion.as_deref().unwrap_or("no rows")
+                )
+            })
+            .collect();
+        anyhow::bail!(
+            "train_on = \"synthetic\": no node gave synthetic rows ({}); a node publishes the \
+             release asked for ({}) with `dpagg-node publish-data --kind mvn-synthetic-gaussian` \
+             and that ε, δ and rows option, or set publish = true where nodes allow remote \
+             publishing",
+            reasons.join("; "),
+            describe(&request.spec)
+        );
+    }
     let data = pool(train, schema, &pooled);
     let (model, lambda) = tuned_logistic(&data, 5, seed)?;
     Ok(SyntheticView {

@@ -14,21 +14,31 @@ pub(super) fn simulate(
     config: &SimulationConfig,
     bar: &ProgressBar,
 ) -> Result<Vec<OrgRun>, String> {
-    bar.inc_length((config.epsilons.len() * config.trials) as u64);
+    if bar.length().is_some() {
+        bar.inc_length((config.epsilons.len() * config.trials) as u64);
+    }
     run(config, &|| bar.inc(1))
         .map(|(_, runs)| runs)
         .map_err(|e| format!("{e:#}").replace('\n', " "))
 }
 
 /// The one progress bar of an experiment, empty until [`simulate`] adds work to it.
-pub(super) fn progress_bar() -> Result<ProgressBar> {
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template(
+pub(super) fn progress_bar(total: Option<u64>) -> Result<ProgressBar> {
+    // A count of unknown total (the paper's sweeps add theirs as they start) shows no "0/0".
+    let (bar, template) = match total {
+        Some(n) => (
+            ProgressBar::new(n),
             "{prefix:.bold} {msg:<44} [{bar:30}] {pos}/{len} (ε, trial) {elapsed_precise}",
-        )
-        .map_err(|e| anyhow::anyhow!("{e}"))?
-        .progress_chars("=> "),
+        ),
+        None => (
+            ProgressBar::no_length(),
+            "{prefix:.bold} {msg:<44} {spinner} {pos} (ε, trial) done {elapsed_precise}",
+        ),
+    };
+    bar.set_style(
+        ProgressStyle::with_template(template)
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .progress_chars("=> "),
     );
     bar.set_prefix("experiment");
     Ok(bar)

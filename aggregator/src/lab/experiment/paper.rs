@@ -29,7 +29,7 @@ pub(super) fn run(args: PaperArgs, stdout: &mut Out) -> Result<()> {
     let setup = args.setup();
     let out = &args.out;
     create_out(out)?;
-    let bar = progress_bar()?;
+    let bar = progress_bar(None)?;
     let mut sweeps: Vec<(Data, Vec<Row>)> = Vec::new();
     for (data, stem) in Data::ALL.into_iter().zip(SWEEP_STEMS) {
         let rows = write_sweep(out, &setup, data, stem, &bar)?;

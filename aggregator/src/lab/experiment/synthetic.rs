@@ -411,8 +411,7 @@ pub(super) fn run(args: SyntheticArgs, stdout: &mut Out) -> Result<()> {
     let settings = Settings::of(&args)?;
     create_out(&args.out)?;
     let start = Instant::now();
-    let bar = progress_bar()?;
-    bar.set_length((SCENARIOS.len() * settings.trials) as u64);
+    let bar = progress_bar(Some((SCENARIOS.len() * settings.trials) as u64))?;
     let mut runs = Vec::new();
     for (k, name) in SCENARIOS.iter().enumerate() {
         bar.set_message(format!("synthetic: {name}"));

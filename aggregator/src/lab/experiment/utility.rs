@@ -222,8 +222,7 @@ pub(super) fn run(args: UtilityArgs, stdout: &mut Out) -> Result<()> {
     let scenarios = scenarios(&args)?;
     create_out(&sweep.out)?;
     let start = Instant::now();
-    let bar = progress_bar()?;
-    bar.set_length((scenarios.len() * sweep.trials) as u64);
+    let bar = progress_bar(Some((scenarios.len() * sweep.trials) as u64))?;
     let mut runs = Vec::new();
     for (k, (name, source)) in scenarios.iter().enumerate() {
         bar.set_message(format!("utility: {name}"));

@@ -111,7 +111,7 @@ pub(super) fn run(args: VariantsArgs, stdout: &mut Out) -> Result<()> {
     let start = Instant::now();
     let out = &args.out;
     create_out(out)?;
-    let bar = progress_bar()?;
+    let bar = progress_bar(None)?;
     let mut lines: Vec<Vec<String>> = Vec::new();
     let mut table: Vec<String> = Vec::new();
     for data in Data::ALL {
