@@ -96,8 +96,20 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Asserts a failed run: non-zero exit and exactly one line on stderr containing every `needle`
-/// (besides the warning every plain-text (`--insecure`) run logs, which these tests use).
+/// Whether `line` is a log event at `WARN` or `INFO` (a timestamp, then the level): what a tool
+/// logs on the way, not its error.
+fn is_log_event(line: &str) -> bool {
+    let stamp = line.split_whitespace().next().unwrap_or_default();
+    let level = line.split_whitespace().nth(1).unwrap_or_default();
+    stamp.len() > 20
+        && stamp.as_bytes()[4] == b'-'
+        && stamp.ends_with('Z')
+        && matches!(level, "WARN" | "INFO")
+}
+
+/// Asserts a failed run: non-zero exit and exactly one error line on stderr containing every
+/// `needle` (log events on the way — the plain-text warning of `--insecure`, a node excluded —
+/// are not the error and are left aside).
 pub fn assert_one_line_error(out: &Output, needles: &[&str]) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -107,7 +119,7 @@ pub fn assert_one_line_error(out: &Output, needles: &[&str]) {
     let lines: Vec<&str> = stderr
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .filter(|l| !(l.contains(" WARN ") && l.contains("PLAIN TEXT")))
+        .filter(|l| !is_log_event(l))
         .collect();
     assert_eq!(lines.len(), 1, "expected one line on stderr, got: {stderr}");
     for n in needles {
@@ -130,6 +142,34 @@ impl NodeProcess {
     /// Starts `dpagg-node serve --config <config>` and waits for its "listening" line.
     pub fn start(config: &Path) -> NodeProcess {
         Self::spawn(config, std::process::Stdio::null(), &[])
+    }
+
+    /// As [`NodeProcess::start`], with the metrics endpoint on an ephemeral port: returns the
+    /// node and the metrics address (from its second stdout line).
+    pub fn start_with_metrics(config: &Path) -> (NodeProcess, String) {
+        use std::io::BufRead;
+        let mut child = Command::new(binary("dpagg-node"))
+            .args(["serve", "--config"])
+            .arg(config)
+            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn dpagg-node");
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut read = |prefix: &str| {
+            let mut line = String::new();
+            stdout.read_line(&mut line).expect("read a line");
+            line.trim()
+                .strip_prefix(prefix)
+                .unwrap_or_else(|| panic!("unexpected line: {line:?}"))
+                .to_owned()
+        };
+        let addr = read("dpagg-node listening on ");
+        let metrics = read("dpagg-node metrics on http://")
+            .trim_end_matches("/metrics")
+            .to_owned();
+        (NodeProcess { child, addr }, metrics)
     }
 
     /// As [`NodeProcess::start`], with every log line (debug level, JSON) written to `log`.
