@@ -509,3 +509,72 @@ fn synthetic_rows_are_signed_pooled_and_verified() {
         "{text}"
     );
 }
+
+/// Release-id squatting (issue 23): a member re-signs another organisation's learner with its
+/// own key, keeps its release id, and is listed first. The release id is signed by two
+/// organisations, so both copies are excluded as a conflict (the genuine one is not pushed out
+/// as a "duplicate"), the report says so, and it still verifies.
+#[test]
+fn a_release_signed_by_two_organisations_excludes_every_copy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let fed = federation(d, "fed", "org-1,org-2,org-3,aggregator");
+    let mut nodes = Vec::new();
+    for org in ["org-1", "org-2"] {
+        let config = tls_node_config(d, org, &fed.join(org), false, "");
+        assert_success(&dpagg_tests::publish_with_cli(
+            &config,
+            &["--epsilon", "1", "--lambda", "0.01"],
+        ));
+        nodes.push(NodeProcess::start(&config));
+    }
+    // A first run reads org-1's genuine signed release.
+    let first = d.join("first");
+    std::fs::create_dir_all(&first).expect("mkdir");
+    let config = aggregator_config(&first, &fed.join("aggregator"), &[nodes[0].https_url()], "");
+    assert_success(&run_aggregator(&first, &config));
+    let genuine = real_learner(&report(&first));
+    let release_id = genuine
+        .metadata
+        .as_ref()
+        .expect("metadata")
+        .release_id
+        .clone();
+    // org-3 re-signs it under its own name and key.
+    let mut squat = genuine.clone();
+    let key = SigningKey::load(&fed.join("org-3/signing.key")).expect("org-3's key");
+    squat.signature = Some(key.sign("org-3", &squat).expect("sign"));
+    let (squatter, _stop) = serve_impostor(impostor("org-3", squat), &fed.join("org-3"));
+    let agg = d.join("agg");
+    std::fs::create_dir_all(&agg).expect("mkdir");
+    let config = aggregator_config(
+        &agg,
+        &fed.join("aggregator"),
+        &[squatter, nodes[0].https_url(), nodes[1].https_url()],
+        "",
+    );
+    assert_success(&run_aggregator(&agg, &config));
+    let r = report(&agg);
+    for i in [0, 1] {
+        let line = node_line(&r, i);
+        assert_eq!(line["exclusion"]["code"], "conflict", "{line}");
+        let reason = line["exclusion"]["reason"].as_str().expect("reason");
+        assert!(
+            reason.contains(&release_id) && reason.contains("org-1") && reason.contains("org-3"),
+            "{reason}"
+        );
+    }
+    assert_eq!(node_line(&r, 2)["status"], "included");
+    assert_eq!(r["included"], 1);
+    let out = run(
+        "dpagg-aggregator",
+        &[
+            "verify",
+            agg.join("report/report.json").to_str().expect("utf8"),
+            "--signing-keys",
+            fed.join("public-keys").to_str().expect("utf8"),
+        ],
+        d,
+    );
+    assert_success(&out);
+}

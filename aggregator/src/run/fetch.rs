@@ -60,9 +60,13 @@ pub enum Exclusion {
     /// The learner failed validation.
     #[error("invalid learner: {0}")]
     Invalid(#[from] Violation),
-    /// The same organisation or release was already included from another endpoint.
+    /// The same organisation was already included from another endpoint.
     #[error("duplicate: {0} was already included from another endpoint")]
     Duplicate(String),
+    /// A release id or a release's content is signed by more than one organisation: every copy
+    /// is excluded.
+    #[error("conflict: {0}")]
+    Conflict(String),
     /// The node's certificate names another organisation than its `Describe`, or the node's
     /// identity is unusable.
     #[error("identity: {0}")]
@@ -87,6 +91,7 @@ impl Exclusion {
             Self::Refused { .. } => "refused",
             Self::Invalid(v) => v.code(),
             Self::Duplicate(_) => "duplicate",
+            Self::Conflict(_) => "conflict",
             Self::IdentityMismatch(_) => "identity",
             Self::Signature(_) => "signature",
             Self::Tls(_) => "tls",

@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod model;
 pub mod protocol;
 pub mod report;
+pub mod screen;
 pub mod synthetic;
 pub mod trust;
 pub mod validate;

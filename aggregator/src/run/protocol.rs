@@ -11,11 +11,12 @@
 //! anywhere; the report holds accuracies on its own test split.
 
 use crate::run::config::{LearnerRequest, RunConfig, Security, TestSet};
-use crate::run::fetch::{Client, Exclusion, NodeOutcome, fetch_all, max_reply_bytes};
+use crate::run::fetch::{Client, NodeOutcome, fetch_all, max_reply_bytes};
 use crate::run::report::{FinalView, NodeReport, Report, split_warnings};
+use crate::run::screen::screen;
 use crate::run::synthetic::train_on_synthetic;
-use crate::run::trust::{SignatureView, Trust};
-use crate::run::validate::{Context as Check, validate};
+use crate::run::trust::Trust;
+use crate::run::validate::Context as Check;
 use anyhow::{Context, Result, bail};
 use dpagg_shared::aggregate::select::{Candidate, SelectionConfig, choose_final};
 use dpagg_shared::aggregate::{MirrorAveraging, best_single, uniform_average};
@@ -23,10 +24,8 @@ use dpagg_shared::data::csv::load_csv;
 use dpagg_shared::data::partition::proportional_split;
 use dpagg_shared::data::schema::Schema;
 use dpagg_shared::privacy::noise::derived_rng;
-use dpagg_shared::privacy::release::PublishedLearner;
 use dpagg_shared::util::time::{now_ms, rfc3339};
 use dpagg_shared::{Dataset, LinearClassifier};
-use std::collections::HashMap;
 use std::path::Path;
 
 /// The aggregator's own data, split.
@@ -73,16 +72,6 @@ fn own_data(config: &RunConfig) -> Result<OwnData> {
     })
 }
 
-/// An accepted learner: the index of its node's outcome, the release, its signature and the
-/// bytes the node served.
-struct Accepted {
-    index: usize,
-    learner: PublishedLearner,
-    signature: Option<SignatureView>,
-    served: String,
-    certificate_identity: Option<String>,
-}
-
 /// How the aggregator reaches nodes: mutual TLS with its identity folder, or plain text; replies
 /// are decoded up to a size fixed by the schema's dimension `dim`.
 pub fn client(security: &Security, dim: usize) -> Result<Client> {
@@ -103,52 +92,6 @@ pub fn client(security: &Security, dim: usize) -> Result<Client> {
         tls,
         max_reply: max_reply_bytes(dim),
     })
-}
-
-/// Checks signatures, validates every fetched learner and drops duplicates (same organisation
-/// or release twice).
-fn screen(outcomes: &mut [NodeOutcome], check: &Check<'_>, trust: &Trust) -> Vec<Accepted> {
-    use prost::Message;
-    let mut seen: HashMap<String, String> = HashMap::new();
-    let mut accepted = Vec::new();
-    for (index, o) in outcomes.iter_mut().enumerate() {
-        let Ok(f) = &o.result else { continue };
-        let signature = match trust.check(&f.organisation_id, &f.learner) {
-            Ok(s) => s,
-            Err(e) => {
-                o.result = Err(e);
-                continue;
-            }
-        };
-        let served = dpagg_proto::signature::hex(&f.learner.encode_to_vec());
-        let certificate_identity = f.certificate_identity.clone();
-        let learner = match validate(&f.learner, &f.described_fingerprint, check) {
-            Ok(learner) => learner,
-            Err(v) => {
-                o.result = Err(Exclusion::Invalid(v));
-                continue;
-            }
-        };
-        let keys = [
-            format!("organisation `{}`", f.organisation_id),
-            format!("release {}", learner.release_id),
-        ];
-        if let Some(dup) = keys.iter().find(|k| seen.contains_key(*k)) {
-            o.result = Err(Exclusion::Duplicate(dup.clone()));
-            continue;
-        }
-        for k in keys {
-            seen.insert(k, o.endpoint.clone());
-        }
-        accepted.push(Accepted {
-            index,
-            learner,
-            signature,
-            served,
-            certificate_identity,
-        });
-    }
-    accepted
 }
 
 /// Logs every excluded node with its reason (the audit trail of a run; the report has them too).
