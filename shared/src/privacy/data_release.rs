@@ -448,7 +448,7 @@ pub fn plan(
             }
             // Basic composition over the d features (seed 002 Lemma 16.7).
             let d = features.len() as f64;
-            let params = features
+            let params: Vec<SmoothMedianParams> = features
                 .iter()
                 .map(|f| SmoothMedianParams {
                     epsilon: spec.epsilon / d,
@@ -457,6 +457,11 @@ pub fn plan(
                     hi: f.hi,
                 })
                 .collect();
+            // Refused here, from public quantities, so the refusal is never charged.
+            for p in &params {
+                p.check()
+                    .map_err(|e| DataReleaseError::InvalidSpec(e.to_string()))?;
+            }
             (
                 Plan::Median(params),
                 PrivacyGuarantee::replace_one(spec.epsilon, spec.delta),

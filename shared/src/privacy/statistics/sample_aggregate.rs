@@ -146,6 +146,9 @@ pub enum SampleAggregateError {
         /// The dataset's dimension.
         got: usize,
     },
+    /// The per-coordinate smooth median is outside its proof (ε per coordinate too large).
+    #[error("per coordinate: {0}")]
+    MedianOutsideProof(String),
     /// Fewer rows than blocks: some block would be empty.
     #[error("{rows} rows cannot fill {blocks} non-empty blocks")]
     TooFewRows {
@@ -263,6 +266,10 @@ impl SampleAggregate {
         if median.epsilon <= 0.0 {
             return Err(SampleAggregateError::InvalidEpsilon(params.epsilon));
         }
+        // Each coordinate's median inherits the smooth median's range of validity.
+        median
+            .check()
+            .map_err(|e| SampleAggregateError::MedianOutsideProof(e.to_string()))?;
         Ok(Self {
             params,
             dim,

@@ -27,15 +27,24 @@
 //! under **replace-one** (smooth sensitivity is defined over Hamming distance on datasets of a
 //! fixed size n, slide 9's dist_H, Definition 16.4).
 //!
+//! **Range of validity (issue 23).** The admissibility of Laplace holds for small ε only;
+//! [`exact_delta`] computes the δ that can be certified at the requested ε, and a release
+//! whose certified δ exceeds the stated one is refused ([`SmoothMedianError::OutsideProof`])
+//! from public quantities, before any value is read (about ε ≤ 4.9 per median at δ = 10⁻⁶).
+//! Sample-and-aggregate inherits the check per coordinate.
+//!
 //! **Assumptions and gaps:** n ≥ 1 is public (replace-one); values are clipped to [lo, hi]
 //! (a NaN is refused). The noise is Laplace drawn in f64 ([`crate::privacy::snapping::laplace_f64`],
 //! exact uniform over doubles) but **not snapped**: the snapping mechanism's Theorem 1 is for a
 //! fixed scale, and here the scale depends on the data, so Mironov's floating-point attack is
 //! not excluded for this release (the proof assumes real arithmetic).
 
+pub mod exact_delta;
+
 use crate::privacy::guarantee::PrivacyGuarantee;
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::snapping::laplace_f64;
+use crate::util::num::Short;
 
 /// Why a smooth-sensitivity median cannot be released.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -55,6 +64,19 @@ pub enum SmoothMedianError {
     /// A value is NaN.
     #[error("value {0} is NaN")]
     NotANumber(usize),
+    /// The Laplace bound does not give (ε, δ) at this ε: the real δ is larger.
+    #[error(
+        "ε = {} per median with δ = {} is outside the smooth-sensitivity proof: this release would only be (ε, {})-DP; use a smaller ε per median (or a larger δ)",
+        Short(*epsilon), Short(*delta), Short(*actual)
+    )]
+    OutsideProof {
+        /// ε per median.
+        epsilon: f64,
+        /// δ per median.
+        delta: f64,
+        /// The δ the release really has at that ε.
+        actual: f64,
+    },
 }
 
 /// Parameters of the release.
@@ -81,7 +103,23 @@ impl SmoothMedianParams {
         if !(self.lo.is_finite() && self.hi.is_finite() && self.lo < self.hi) {
             return Err(SmoothMedianError::InvalidBounds(self.lo, self.hi));
         }
+        // NRS 2007's admissibility of Laplace holds for small ε only (issue 23): the real δ is
+        // computed and must not exceed the stated one (1e-9 relative slack for rounding).
+        let actual = exact_delta::exact_delta(self.epsilon, self.beta());
+        if actual > self.delta * (1.0 + 1e-9) {
+            return Err(SmoothMedianError::OutsideProof {
+                epsilon: self.epsilon,
+                delta: self.delta,
+                actual,
+            });
+        }
         Ok(())
+    }
+
+    /// Checks the parameters — including that (ε, δ) is within the proof — from public
+    /// quantities only, before any value is read.
+    pub fn check(&self) -> Result<(), SmoothMedianError> {
+        self.validate()
     }
 
     /// β = ε/(2 ln(2/δ)) (NRS 2007 §2, Laplace's admissibility; seed 002 slide 26's smoothing).
