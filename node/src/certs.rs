@@ -14,7 +14,8 @@
 //! ```
 //!
 //! `issue` adds one organisation with an existing CA. Keys come from the operating system's
-//! CSPRNG; private keys are written with mode 0600; every file is written atomically.
+//! CSPRNG; private keys are created with mode 0600 (never widened, not even while written) in
+//! folders of mode 0700; every file is written atomically.
 //! Certificates use ECDSA P-256 with SHA-256.
 
 use crate::tls::{
@@ -97,15 +98,21 @@ fn write(path: &Path, bytes: &[u8], private: bool) -> Result<(), CertsError> {
         path: path.to_owned(),
         reason: e.to_string(),
     };
+    use dpagg_shared::util::files::{atomic_write, atomic_write_private, create_private_dir};
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(err)?;
+        // A folder that holds a secret is the owner's only; others are ordinary.
+        if private {
+            create_private_dir(dir).map_err(err)?;
+        } else {
+            std::fs::create_dir_all(dir).map_err(err)?;
+        }
     }
-    dpagg_shared::util::files::atomic_write(path, bytes).map_err(err)?;
+    // A private key is born 0600 (never chmod'ed after it was written readable).
     if private {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+        atomic_write_private(path, bytes).map_err(err)
+    } else {
+        atomic_write(path, bytes).map_err(err)
     }
-    Ok(())
 }
 
 fn read(path: &Path) -> Result<String, CertsError> {

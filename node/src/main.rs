@@ -97,6 +97,10 @@ enum Command {
         /// One release, by id, in full (JSON).
         #[arg(long, value_name = "RELEASE_ID")]
         show: Option<String>,
+        /// Let the spec of a failed or stopped training (its reservation id, as `releases`
+        /// lists it) be asked for again, and charged again; its first charge stays.
+        #[arg(long, value_name = "RESERVATION_ID", conflicts_with_all = ["show", "json"])]
+        allow_retry: Option<String>,
     },
     /// Check a CSV file against a public schema and look for traps — a centre in raw units, a
     /// feature constant after the map, many values clipped or missing (locally; nothing is
@@ -527,9 +531,14 @@ fn run(command: Command, matches: &ArgMatches, out: &mut Out) -> Result<()> {
             publish_data(config.resolve(matches)?, &spec, out)
         }
         Command::Ledger(settings) => release_commands::ledger(settings.resolve(matches)?, out),
-        Command::Releases { config, json, show } => {
-            release_commands::releases(config.resolve(matches)?, json, show.as_deref(), out)
-        }
+        Command::Releases {
+            config,
+            allow_retry: Some(id),
+            ..
+        } => release_commands::allow_retry(config.resolve(matches)?, &id, out),
+        Command::Releases {
+            config, json, show, ..
+        } => release_commands::releases(config.resolve(matches)?, json, show.as_deref(), out),
         Command::Check {
             data,
             schema,

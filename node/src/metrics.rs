@@ -244,6 +244,7 @@ fn reason(e: &PublishError) -> &'static str {
         PublishError::TooSlow { .. } => "refused_too_slow",
         PublishError::Mechanism(_) | PublishError::Data(_) => "refused_invalid",
         PublishError::InProgress => "in_progress",
+        PublishError::FailedBefore { .. } => "failed_before",
         PublishError::FailedCharged(_) | PublishError::DataFailedCharged(_) => "failed_charged",
         PublishError::Store(_) => "store_error",
     }

@@ -20,6 +20,7 @@ use dpagg_shared::privacy::data_release::{self, DataInput, DataKind, DataPayload
 use dpagg_shared::privacy::mechanism::{LearnerSpec, MechanismKind};
 use dpagg_shared::privacy::noise::NoiseSource;
 use dpagg_shared::privacy::release::PublishedLearner;
+use dpagg_shared::util::files::readable_by_others;
 use dpagg_shared::util::stop::Stop;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,6 +44,35 @@ pub enum NodeError {
     /// The per-release cap is above the total.
     #[error(transparent)]
     CapOverTotal(#[from] CapOverTotal),
+    /// The state folder's files can be read by other users.
+    #[error("{0}")]
+    StateReadable(String),
+}
+
+/// Refuses a state folder whose ledger or lock other users can read (created by an older
+/// version under a permissive umask): the fix is in the message.
+fn check_private_state(state_dir: &std::path::Path) -> Result<(), NodeError> {
+    let files = [
+        "node.sqlite",
+        "node.sqlite-wal",
+        "node.sqlite-shm",
+        "serve.lock",
+    ];
+    let exposed: Vec<String> = files
+        .iter()
+        .map(|f| state_dir.join(f))
+        .filter(|p| p.exists() && readable_by_others(p).unwrap_or(false))
+        .map(|p| p.display().to_string())
+        .collect();
+    if exposed.is_empty() {
+        return Ok(());
+    }
+    Err(NodeError::StateReadable(format!(
+        "{}: readable by other users; run `chmod 700 {} && chmod 600 {}` before starting the node",
+        exposed.join(", "),
+        state_dir.display(),
+        exposed.join(" ")
+    )))
 }
 
 /// Budget as the node reports it.
@@ -102,6 +132,7 @@ pub struct Node {
 impl Node {
     /// Loads schema, data and state.
     pub fn load(config: &NodeConfig) -> Result<Self, NodeError> {
+        check_private_state(&config.state_dir)?;
         // The folder's owner first: no data is read under another organisation's name.
         let store = Store::open(&config.state_dir)?;
         store.claim(&config.organisation_id)?;

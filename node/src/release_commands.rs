@@ -186,6 +186,21 @@ pub fn ledger(config: NodeConfig, out: &mut Out) -> Result<()> {
     Ok(())
 }
 
+/// `dpagg-node releases --allow-retry ID`: the operator's decision after a failed training.
+pub fn allow_retry(config: NodeConfig, id: &str, out: &mut Out) -> Result<()> {
+    let store = open(&config)?;
+    if !store.allow_retry(id)? {
+        bail!(
+            "no failed training {id:?} holds a spec on this node (`dpagg-node releases` lists them)"
+        );
+    }
+    writeln!(
+        out,
+        "the spec of {id} may be asked for again; a new training will be charged again (the first charge stays)"
+    )?;
+    Ok(())
+}
+
 /// `dpagg-node releases [--json] [--show ID]`.
 pub fn releases(config: NodeConfig, json: bool, show: Option<&str>, out: &mut Out) -> Result<()> {
     let store = open(&config)?;
@@ -215,6 +230,9 @@ pub fn releases(config: NodeConfig, json: bool, show: Option<&str>, out: &mut Ou
                 "delta_spent": spent.delta,
             },
             "unfinished_charges": store.unfinished()?,
+            "failed_trainings": store.failures()?.iter().map(|(id, reason, at)| json!({
+                "reservation_id": id, "reason": reason, "started_at": rfc3339(*at),
+            })).collect::<Vec<_>>(),
             "learners": learners.iter().map(|r| learner_json(r, false)).collect::<Vec<_>>(),
             "data_releases": data.iter().map(|d| data_json(d, false)).collect::<Result<Vec<_>>>()?,
         });
@@ -276,5 +294,12 @@ pub fn releases(config: NodeConfig, json: bool, show: Option<&str>, out: &mut Ou
         learners.len(),
         data.len()
     )?;
+    for (id, reason, at) in store.failures()? {
+        writeln!(
+            out,
+            "failed training {id} ({reason}, {}): its charge stands and its spec is held; `--allow-retry {id}` lets it be asked for again",
+            rfc3339(at)
+        )?;
+    }
     Ok(())
 }

@@ -52,9 +52,9 @@ pub fn publish_status(e: &PublishError) -> Status {
         }
         PublishError::InProgress => Status::unavailable(e.to_string()),
         PublishError::TooSlow { .. } => Status::failed_precondition(e.to_string()),
-        PublishError::FailedCharged(MechanismError::Stopped(_)) => {
-            Status::unavailable(e.to_string())
-        }
+        // Not UNAVAILABLE: a client must not take it for a passing fault and ask again.
+        PublishError::FailedCharged(MechanismError::Stopped(_))
+        | PublishError::FailedBefore { .. } => Status::failed_precondition(e.to_string()),
         PublishError::FailedCharged(inner) => internal(
             &format!("the node could not train this learner ({})", kind_of(inner)),
             e,

@@ -151,6 +151,17 @@ pub enum PublishError {
         /// The limit.
         limit: f64,
     },
+    /// This spec's training failed or stopped before (reservation `release_id`): its one charge
+    /// stands and nothing new is charged until the operator allows a retry.
+    #[error(
+        "this spec's training {reason} before (reservation {release_id}): its charge stands and asking again charges nothing; the node's operator may allow a retry (dpagg-node releases --allow-retry {release_id}), or ask for another spec"
+    )]
+    FailedBefore {
+        /// The failed reservation.
+        release_id: String,
+        /// `stopped` or `failed`.
+        reason: String,
+    },
     /// The same spec is being trained right now (by this node or a `publish` beside it).
     #[error("a release for this spec is being trained now; ask again when it is done")]
     InProgress,
@@ -314,11 +325,19 @@ CREATE TABLE IF NOT EXISTS meta (
 impl Store {
     /// Opens (creating if needed) `state_dir/node.sqlite`.
     pub fn open(state_dir: &Path) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(state_dir).map_err(|source| StoreError::Io {
-            path: state_dir.display().to_string(),
-            source,
+        dpagg_shared::util::files::create_private_dir(state_dir).map_err(|source| {
+            StoreError::Io {
+                path: state_dir.display().to_string(),
+                source,
+            }
         })?;
         let path = state_dir.join("node.sqlite");
+        // Created 0600 before SQLite opens it: SQLite gives its -wal and -shm files the mode of
+        // the database file, so no state file is ever readable by other users.
+        create_private_file(&path).map_err(|source| StoreError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
         let err = |source| StoreError::Sqlite {
             path: path.display().to_string(),
             source,
@@ -627,7 +646,12 @@ impl Store {
                 return Err(PublishError::Mechanism(e));
             }
             Err(e) => {
-                self.abandon(&key, &release_id)?;
+                let reason = if matches!(e, MechanismError::Stopped(_)) {
+                    "stopped"
+                } else {
+                    "failed"
+                };
+                self.abandon(&key, &release_id, reason)?;
                 return Err(PublishError::FailedCharged(e));
             }
         };
@@ -692,7 +716,7 @@ impl Store {
                 return Err(PublishError::Data(e));
             }
             Err(e) => {
-                self.abandon(key, &release_id)?;
+                self.abandon(key, &release_id, "failed")?;
                 return Err(PublishError::DataFailedCharged(e));
             }
         };
@@ -829,15 +853,23 @@ impl Store {
         if let Some(id) = self.published_id(&tx, key)? {
             return Ok(Reserved::Existing(id));
         }
-        let pending: Option<i64> = tx
+        let pending: Option<(i64, Option<String>, String)> = tx
             .query_row(
-                "SELECT started_unix_ms FROM unfinished WHERE spec_key = ?1",
+                "SELECT started_unix_ms, failed, release_id FROM unfinished WHERE spec_key = ?1",
                 [key],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .optional()
             .map_err(|e| self.err(e))?;
-        if let Some(started) = pending {
+        // A spec whose training failed keeps its one charge and the same answer until the
+        // operator allows a retry: asking again is never charged again.
+        if let Some((_, Some(reason), release_id)) = &pending {
+            return Err(PublishError::FailedBefore {
+                release_id: release_id.clone(),
+                reason: reason.clone(),
+            });
+        }
+        if let Some((started, None, _)) = pending {
             let age = now_ms().saturating_sub(started);
             if age < i64::try_from(stale_after.as_millis()).unwrap_or(i64::MAX) {
                 return Err(PublishError::InProgress);
@@ -873,16 +905,48 @@ impl Store {
         Ok(())
     }
 
-    /// A training that failed: its charge stays (unfinished, for good) and the spec may be
-    /// asked for again.
-    fn abandon(&self, key: &str, release_id: &str) -> Result<(), StoreError> {
+    /// A training that failed: its charge stays (unfinished, for good), and the spec is marked
+    /// failed with `reason` (public words only: `stopped`, `failed`), so that asking again gets
+    /// [`PublishError::FailedBefore`] and no new charge until [`Store::allow_retry`].
+    fn abandon(&self, key: &str, release_id: &str, reason: &str) -> Result<(), StoreError> {
         let conn = self.writer();
         conn.execute(
-            "UPDATE unfinished SET spec_key = NULL WHERE spec_key = ?1 AND release_id = ?2",
-            params![key, release_id],
+            "UPDATE unfinished SET failed = ?3 WHERE spec_key = ?1 AND release_id = ?2",
+            params![key, release_id, reason],
         )
         .map_err(|e| self.err(e))?;
         Ok(())
+    }
+
+    /// The operator's decision after a failed training (`dpagg-node releases --allow-retry`):
+    /// the spec of the failed reservation `release_id` may be asked for again, and charged
+    /// again. Its first charge stays. Returns whether such a failure was found.
+    pub fn allow_retry(&self, release_id: &str) -> Result<bool, StoreError> {
+        let conn = self.writer();
+        let n = conn
+            .execute(
+                "UPDATE unfinished SET spec_key = NULL WHERE release_id = ?1 AND failed IS NOT NULL AND spec_key IS NOT NULL",
+                [release_id],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(n > 0)
+    }
+
+    /// The failed trainings whose specs are still held (release id, reason, start time).
+    pub fn failures(&self) -> Result<Vec<(String, String, i64)>, StoreError> {
+        let conn = self
+            .reader
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut st = conn
+            .prepare(
+                "SELECT release_id, failed, started_unix_ms FROM unfinished WHERE failed IS NOT NULL AND spec_key IS NOT NULL ORDER BY seq",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
 
     /// Charges of trainings that did not produce a release (failed, stopped, or killed), and of
@@ -953,6 +1017,18 @@ impl Store {
 
 /// Adds the `rdp` column to ledgers created before charges carried RDP curves (their charges
 /// have none, so they compose by basic composition as before).
+/// Creates `path` empty with mode 0600 if it does not exist (an existing file is left as is).
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path).map(drop)
+}
+
 fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
     let has_rdp: bool = conn.query_row(
         "SELECT COUNT(*) > 0 FROM pragma_table_info('ledger') WHERE name = 'rdp'",
@@ -961,6 +1037,14 @@ fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
     )?;
     if !has_rdp {
         conn.execute_batch("ALTER TABLE ledger ADD COLUMN rdp TEXT")?;
+    }
+    let has_failed: bool = conn.query_row(
+        "SELECT COUNT(*) > 0 FROM pragma_table_info('unfinished') WHERE name = 'failed'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_failed {
+        conn.execute_batch("ALTER TABLE unfinished ADD COLUMN failed TEXT")?;
     }
     Ok(())
 }
@@ -1202,7 +1286,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_training_keeps_its_charge_and_the_spec_can_be_asked_again() {
+    fn a_failed_training_keeps_one_charge_until_the_operator_allows_a_retry() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("open");
         let s = spec(MechanismKind::ObjectivePerturbation, 1.0);
@@ -1216,6 +1300,24 @@ mod tests {
         assert!(matches!(e, PublishError::FailedCharged(_)), "{e}");
         assert!(e.to_string().contains("the charge stands"), "{e}");
         assert_eq!(store.spent().expect("spent").epsilon, 1.0, "charged");
+        // Asking again (a client's retry) is answered the same way and charges nothing.
+        for _ in 0..3 {
+            let again = store
+                .publish(&s, "fp", &policy(10.0, 0.0), pure(1.0), HOUR, || {
+                    Ok(release(replace_one(1.0)))
+                })
+                .expect_err("the failure stands");
+            assert!(
+                matches!(again, PublishError::FailedBefore { ref reason, .. } if reason == "stopped"),
+                "{again}"
+            );
+        }
+        assert_eq!(store.spent().expect("spent").epsilon, 1.0, "charged once");
+        let failures = store.failures().expect("failures");
+        assert_eq!(failures.len(), 1);
+        // The operator allows a retry: the spec is trained, and charged, again.
+        assert!(store.allow_retry(&failures[0].0).expect("allow"));
+        assert!(!store.allow_retry(&failures[0].0).expect("only once"));
         store
             .publish(&s, "fp", &policy(10.0, 0.0), pure(1.0), HOUR, || {
                 Ok(release(replace_one(1.0)))

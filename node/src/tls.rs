@@ -21,6 +21,7 @@
 //! `ca.pem` (the federation's CA certificate), `cert.pem` and `key.pem` (this organisation's TLS
 //! certificate and private key) and `signing.key` (its Ed25519 release-signing key; nodes only).
 
+use dpagg_shared::util::files::readable_by_others;
 use hyper_util::rt::TokioIo;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
@@ -170,6 +171,18 @@ impl IdentityDir {
             (dir.join(CA_FILE), dir.join(CERT_FILE), dir.join(KEY_FILE));
         let ca_pem = read(&ca_path)?;
         let cert_pem = read(&cert_path)?;
+        // A private key other users can read is no longer the organisation's alone.
+        for secret in [key_path.clone(), dir.join(SIGNING_KEY_FILE)] {
+            if secret.exists() && readable_by_others(&secret).unwrap_or(false) {
+                return Err(TlsError::File {
+                    reason: format!(
+                        "a private key readable by other users: `chmod 600 {}` (and consider it disclosed)",
+                        secret.display()
+                    ),
+                    path: secret,
+                });
+            }
+        }
         let key_pem = read(&key_path)?;
         let ca = certificates(&ca_path, &ca_pem)?;
         let chain = certificates(&cert_path, &cert_pem)?;

@@ -1001,9 +1001,20 @@ async fn training_stops_at_the_nodes_time_limit() {
         // Published while the endless chain trains: the write lock is not held by training.
         publish(&mut other, spec(1.0, 0.01)).await
     });
-    let e = publish(&mut c, endless).await.expect_err("stopped");
-    assert_eq!(e.code(), Code::Unavailable, "{e}");
+    let e = publish(&mut c, endless.clone()).await.expect_err("stopped");
+    assert_eq!(
+        e.code(),
+        Code::FailedPrecondition,
+        "not a passing fault: {e}"
+    );
     assert!(e.message().contains("the charge stands"), "{e}");
+    // A retry (an aggregator's, or anyone's) gets the same answer and costs nothing more.
+    let again = publish(&mut c, endless).await.expect_err("still stopped");
+    assert_eq!(again.code(), Code::FailedPrecondition, "{again}");
+    assert!(
+        again.message().contains("asking again charges nothing"),
+        "{again}"
+    );
     during
         .await
         .expect("join")

@@ -4,8 +4,53 @@
 use std::io::Write;
 use std::path::Path;
 
-/// Atomically replaces `path` with `bytes`.
+/// Atomically replaces `path` with `bytes` (a new file gets the process's default mode).
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_via_temp(path, bytes, None, |_| {})
+}
+
+/// [`atomic_write`] for a secret (a private key): the temporary file is *created* with mode
+/// 0600 (`O_CREAT` with that mode, so no umask can widen it), then renamed; the file is never
+/// readable by another user, not even while it is written.
+pub fn atomic_write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_via_temp(path, bytes, Some(0o600), |_| {})
+}
+
+/// Creates `dir` and its missing parents with mode 0700 (for folders of secrets and state).
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+/// Whether the file or folder at `path` can be read by users other than its owner and group
+/// (Unix "others"); `false` where there are no such permissions.
+pub fn readable_by_others(path: &Path) -> std::io::Result<bool> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        Ok(std::fs::metadata(path)?.permissions().mode() & 0o004 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        Ok(false)
+    }
+}
+
+/// Writes `bytes` to a temporary file beside `path` (created with `mode` when given), fsyncs
+/// it, calls `before_rename` with its path (a test hook), and renames it over `path`.
+fn write_via_temp(
+    path: &Path,
+    bytes: &[u8],
+    mode: Option<u32>,
+    before_rename: impl FnOnce(&Path),
+) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -16,9 +61,20 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        if let Some(mode) = mode {
+            use std::os::unix::fs::OpenOptionsExt;
+            let _ = std::fs::remove_file(&tmp);
+            options.create_new(true).mode(mode);
+        }
+        #[cfg(not(unix))]
+        let _ = mode;
+        let mut f = options.open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
+        before_rename(&tmp);
         std::fs::rename(&tmp, path)
     })();
     if result.is_err() {
@@ -69,6 +125,8 @@ pub fn check_writable_dir(dir: &Path) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     #[test]
     fn writes_and_replaces() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -78,6 +136,32 @@ mod tests {
         assert_eq!(std::fs::read(&p).expect("read"), b"two");
         assert_eq!(std::fs::read_dir(dir.path()).expect("ls").count(), 1);
         assert!(super::atomic_write(&dir.path().join("missing/x"), b"x").is_err());
+    }
+
+    /// The secret is never on disk with a wider mode, not even as the temporary file (checked
+    /// before the rename), whatever the process's umask.
+    #[cfg(unix)]
+    #[test]
+    fn private_files_are_created_0600_and_folders_0700() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key = dir.path().join("keys/key.pem");
+        super::create_private_dir(key.parent().expect("parent")).expect("mkdir");
+        let mode = |p: &Path| std::fs::metadata(p).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode(key.parent().expect("parent")), 0o700);
+        let mut seen = None;
+        super::write_via_temp(&key, b"secret", Some(0o600), |tmp| seen = Some(mode(tmp)))
+            .expect("write");
+        assert_eq!(seen, Some(0o600), "the temporary file is born 0600");
+        assert_eq!(mode(&key), 0o600);
+        assert!(!super::readable_by_others(&key).expect("mode"));
+        // An existing, wider file is replaced by a 0600 one.
+        std::fs::write(&key, b"old").expect("write");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        assert!(super::readable_by_others(&key).expect("mode"));
+        super::atomic_write_private(&key, b"new").expect("write");
+        assert_eq!(mode(&key), 0o600);
+        assert_eq!(std::fs::read(&key).expect("read"), b"new");
     }
 
     #[test]
