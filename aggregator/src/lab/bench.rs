@@ -82,7 +82,7 @@ fn bench_fit(stdout: &mut Out, n: usize, p: usize, target: Option<f64>) -> Resul
     let _ = sweep(&d, &theta); // warm caches and the thread pool
     let (t_sweep, _) = best_of(|| sweep(&d, &theta));
     let m = ObjectivePerturbation::new(1.0, 0.01)?;
-    let cal = m.calibrate(n, p);
+    let cal = m.calibrate(n, p)?;
     let b = sample_gamma_ball(p, cal.objective_scale, &mut NoiseSource::seeded(2));
     let (t_fit, fit) = best_of(|| {
         minimise(

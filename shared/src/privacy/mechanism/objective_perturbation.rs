@@ -10,10 +10,34 @@
 //!    b₁ has density ∝ exp(−ε′‖b₁‖/2) (‖b₁‖ ~ Gamma(d, 2/ε′), uniform direction); the solver
 //!    returns θ̂ with ‖∇F(θ̂)‖ ≤ γ for F(θ) = (1/n)Σℓ + (μ/2)‖θ‖² + (1/n)b₁ᵀθ (γ = 10⁻⁸, the
 //!    solver's tolerance; if it does not get there nothing is released).
-//! 2. **Output stage** — release θ̂ + b₂ with b₂ of density ∝ exp(−ε₂‖b₂‖/Δ₂), Δ₂ = 2γ/μ
-//!    (‖b₂‖ ~ Gamma(d, 2γ/(μ ε₂))). This is the structure of *approximate minima perturbation*
-//!    (Iyengar, Near, Song, Thakkar, Thakurta & Wang, IEEE S&P 2019), whose published version is
-//!    (ε, δ) with Gaussian noise in both stages; this is a pure-ε analogue.
+//! 2. **Output stage** — release every coordinate of θ̂ through Mironov's snapping mechanism
+//!    ([`crate::privacy::snapping`], CCS 2012 Theorem 1) calibrated by
+//!    [`snapping::calibrate_vector`] at ε₂ for the ℓ₁ sensitivity Δ₁ = √d·Δ₂, Δ₂ = 2γ̃/μ, with d
+//!    coordinates clamped to the public bound B₀ = (1 + γ + Q/n)/μ (below). The output is on
+//!    the public grid ΛZ ∩ [−B, B]: the f64 noise of this stage cannot leak through its low bits.
+//!    This is the structure of *approximate minima perturbation* (Iyengar, Near, Song, Thakkar,
+//!    Thakurta & Wang, IEEE S&P 2019), whose published version is (ε, δ) with Gaussian noise in
+//!    both stages; this is a pure-ε analogue.
+//!
+//! **Public constants of the output stage.** Q = (2/ε′)(2d + 60) bounds ‖b₁‖ except with
+//! probability P[Gamma(d, 1) > 2d + 60] ≤ e^{−2d−60}(e(2 + 60/d))^d < e^{−47} for every d
+//! (Chernoff; the exponent −d − 60 + d·ln(2 + 60/d) peaks at −47.8, at d = 21). On
+//! ‖b₁‖ ≤ Q, μθ̂ = −∇L(θ̂) − b₁/n + r with ‖∇L‖ ≤ 1 and ‖r‖ ≤ γ gives ‖θ̂‖∞ ≤ B₀; beyond it the
+//! clamp only costs accuracy (clamping is 1-Lipschitz per coordinate, so the sensitivity holds
+//! for clamped values too). γ̃ = γ + κQ/n with κ = 2⁻⁴⁰ widens the solver tolerance by the
+//! difference between the f64 draw of b₁ and an exact draw (next paragraph).
+//!
+//! **Floating point.** The output stage is Mironov's setting exactly, and snapping closes it
+//! (Theorem 1's float term d·2⁻⁴⁹·B/λ is paid inside ε₂). The objective stage draws b₁ in f64;
+//! b₁ is never released, only the minimiser it moves, and the snapping kernel K(y | x) is
+//! Lipschitz in x: K(y | x) ≤ exp((‖x − x′‖₁ + d·2⁻⁴⁹B)/λ) K(y | x′). Couple the f64 draw b̃₁
+//! with an exact draw b₁ so that ‖b̃₁ − b₁‖ ≤ κ‖b₁‖ (the **assumption**: the Gamma and normal
+//! samplers are accurate to relative 2⁻⁴⁰, rejection decisions that rounding flips — of
+//! probability about 2⁻⁵⁰ a draw — neglected, as snapping's own proof assumes an accurate
+//! logarithm). Then the solver's θ̂ satisfies ‖∇F_{b₁}(θ̂)‖ ≤ γ + κ‖b₁‖/n ≤ γ̃ on ‖b₁‖ ≤ Q, so
+//! the proof below goes through with γ̃ for γ. **What remains:** on ‖b₁‖ > Q (probability
+//! < e^{−47} ≈ 4·10⁻²¹) the f64 error is not covered; the release states δ = 0 and this
+//! residual is listed in ARCHITECTURE.md.
 //!
 //! **Guarantee:** ε-DP (δ = 0) under the replace-one neighbour relation. Proof (the full text with
 //! its assumptions is `docs/proofs/objective-perturbation-inexact.md`): let θ*(D, b₁) be the exact
@@ -21,7 +45,8 @@
 //! θ*(D, b₁) = θ*(D′, b₁′) = t, with density ratio of θ* at t at most e^{ε₁}. The solver is
 //! deterministic, so θ̂ = g(D, t); F is μ-strongly convex, so ‖g(D, t) − t‖ ≤ γ/μ and
 //! ‖g(D, t) − g(D′, t)‖ ≤ 2γ/μ = Δ₂. The output density ∫ p_D(t) q(o − g(D, t)) dt therefore changes
-//! by at most e^{ε₁} (first factor) times e^{ε₂} (second factor, q ∝ exp(−ε₂‖v‖/Δ₂)).
+//! by at most e^{ε₁} (first factor) times e^{ε₂} (second factor: the snapping kernel moves by at
+//! most (Δ₁ + d·2⁻⁴⁹B)/λ ≤ ε₂ between g(D, t) and g(D′, t), Theorem 1 coordinate by coordinate).
 //! **Assumptions:** ‖x‖₂ ≤ 1 for every row; logistic loss, |ℓ′| ≤ 1, |ℓ″| ≤ c = 1/4; μ > 0
 //! regularising every coordinate (intercept included); a deterministic solver whose stopping test
 //! ‖∇F‖ ≤ γ is evaluated on the same F (rounding of that norm, ≈ 10⁻¹⁵, is neglected, as in
@@ -34,6 +59,7 @@ use crate::learn::logistic::Penalty;
 use crate::learn::solver::{SolverOptions, minimise};
 use crate::privacy::guarantee::{LOGISTIC_UNIT_BALL, PrivacyGuarantee};
 use crate::privacy::noise::{NoiseSource, sample_gamma_ball};
+use crate::privacy::snapping::{self, SnappingError, VectorCalibration};
 use crate::util::stop::Stop;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -44,6 +70,12 @@ pub const NAME: &str = "objective-perturbation";
 /// The share of ε spent on the output stage unless told otherwise.
 pub const DEFAULT_OUTPUT_FRACTION: f64 = 0.01;
 
+/// κ: the relative accuracy assumed of the f64 draw of b₁ (module docs).
+pub const SAMPLER_ACCURACY: f64 = 1.0 / (1u64 << 40) as f64;
+
+/// Q = (2/ε′)·(2d + [`NOISE_TAIL_SLACK`]) bounds ‖b₁‖ except with probability < e^{−47}.
+pub const NOISE_TAIL_SLACK: f64 = 60.0;
+
 /// Theorem 9 objective perturbation with the Δ rule and an output stage for the inexact solver.
 #[derive(Debug, Clone)]
 pub struct ObjectivePerturbation {
@@ -52,7 +84,7 @@ pub struct ObjectivePerturbation {
     output_fraction: f64,
     /// The calibration of the first (n, d) released on: it is a function of public constants
     /// only, and a simulation releases many learners of one size with one mechanism.
-    cached: OnceLock<((usize, usize), Calibration)>,
+    cached: OnceLock<((usize, usize), Result<Calibration, SnappingError>)>,
 }
 
 /// Everything the mechanism computes from public quantities (n, d, ε, λ) before seeing data.
@@ -70,8 +102,14 @@ pub struct Calibration {
     pub epsilon_prime: f64,
     /// Scale 2/ε′ of ‖b₁‖ ~ Gamma(d, ·).
     pub objective_scale: f64,
-    /// Scale 2γ/(μ ε₂) of ‖b₂‖ ~ Gamma(d, ·).
-    pub output_scale: f64,
+    /// Q, the bound on ‖b₁‖ the output stage is calibrated for.
+    pub noise_bound: f64,
+    /// B₀ = (1 + γ + Q/n)/μ, the public bound on every coordinate of θ̂.
+    pub coordinate_bound: f64,
+    /// Δ₁ = √d·2γ̃/μ with γ̃ = γ + κQ/n: the ℓ₁ distance of the computed minimisers.
+    pub output_sensitivity: f64,
+    /// The snapped Laplace mechanism of every coordinate, and the ε₂ it achieves.
+    pub output: VectorCalibration,
 }
 
 impl ObjectivePerturbation {
@@ -110,8 +148,10 @@ impl ObjectivePerturbation {
         SolverOptions::default()
     }
 
-    /// The public constants of a release on `n` rows of dimension `dim`.
-    pub fn calibrate(&self, n: usize, dim: usize) -> Calibration {
+    /// The public constants of a release on `n` rows of dimension `dim`; an error when the
+    /// snapped output stage cannot be calibrated (ε₂ below d·2⁻⁴⁷, or B₀ ≥ 2⁴⁶ times the
+    /// Laplace scale — Mironov's Theorem 1 does not cover it).
+    pub fn calibrate(&self, n: usize, dim: usize) -> Result<Calibration, SnappingError> {
         let (key, cal) = self.cached.get_or_init(|| ((n, dim), self.compute(n, dim)));
         if *key == (n, dim) {
             *cal
@@ -121,7 +161,7 @@ impl ObjectivePerturbation {
     }
 
     /// [`Self::calibrate`] without the cache.
-    fn compute(&self, n: usize, dim: usize) -> Calibration {
+    fn compute(&self, n: usize, dim: usize) -> Result<Calibration, SnappingError> {
         let epsilon_output = self.output_fraction * self.epsilon;
         let epsilon_objective = self.epsilon - epsilon_output;
         let lambda =
@@ -129,15 +169,26 @@ impl ObjectivePerturbation {
                 .resolve(AutoRule::ObjectivePerturbation, n, dim, epsilon_objective);
         let choice = delta_rule::pure(n, dim, epsilon_objective, lambda);
         let gamma = Self::solver_options().tolerance;
-        Calibration {
+        let (d, rows) = (dim as f64, n as f64);
+        let objective_scale = 2.0 / choice.epsilon_prime;
+        let noise_bound = objective_scale * (2.0 * d + NOISE_TAIL_SLACK);
+        let coordinate_bound = (1.0 + gamma + noise_bound / rows) / choice.mu;
+        let widened = gamma + SAMPLER_ACCURACY * noise_bound / rows;
+        let output_sensitivity = d.sqrt() * 2.0 * widened / choice.mu;
+        let output =
+            snapping::calibrate_vector(output_sensitivity, dim, coordinate_bound, epsilon_output)?;
+        Ok(Calibration {
             epsilon_objective,
             epsilon_output,
             lambda,
             mu: choice.mu,
             epsilon_prime: choice.epsilon_prime,
-            objective_scale: 2.0 / choice.epsilon_prime,
-            output_scale: 2.0 * gamma / (choice.mu * epsilon_output),
-        }
+            objective_scale,
+            noise_bound,
+            coordinate_bound,
+            output_sensitivity,
+            output,
+        })
     }
 }
 
@@ -160,15 +211,20 @@ impl Mechanism for ObjectivePerturbation {
         noise: &mut NoiseSource,
         _stop: &Stop,
     ) -> Result<Sample, MechanismError> {
-        let cal = self.calibrate(data.len(), data.dim());
+        // Calibrated before training: a refused calibration spends nothing on the data.
+        let cal = self.calibrate(data.len(), data.dim())?;
         let b1 = sample_gamma_ball(data.dim(), cal.objective_scale, noise);
         let penalty = Penalty {
             mu: cal.mu,
             linear: Some(&b1),
         };
         let fit = minimise(data, penalty, Self::solver_options())?;
-        let b2 = sample_gamma_ball(data.dim(), cal.output_scale, noise);
-        let coefficients = fit.theta.iter().zip(&b2).map(|(t, b)| t + b).collect();
+        let snapped = &cal.output.mechanism;
+        let coefficients = fit
+            .theta
+            .iter()
+            .map(|&t| snapped.sample(t, noise))
+            .collect::<Result<Vec<f64>, _>>()?;
         let mut parameters = BTreeMap::from([
             ("c".to_owned(), Self::C),
             ("mu".to_owned(), cal.mu),
@@ -180,7 +236,11 @@ impl Mechanism for ObjectivePerturbation {
                 "solver_tolerance".to_owned(),
                 Self::solver_options().tolerance,
             ),
-            ("output_noise_norm_scale".to_owned(), cal.output_scale),
+            ("output_l1_sensitivity".to_owned(), cal.output_sensitivity),
+            ("output_laplace_scale".to_owned(), snapped.scale()),
+            ("snapping_grid".to_owned(), snapped.grid()),
+            ("snapping_bound".to_owned(), snapped.bound()),
+            ("objective_noise_bound".to_owned(), cal.noise_bound),
         ]);
         parameters.extend(self.lambda.parameters(cal.lambda));
         Ok(Sample {

@@ -43,7 +43,7 @@ fn gamma_p(sample: &[f64], dim: usize, scale: f64) -> f64 {
 #[test]
 fn calibration_splits_epsilon_and_follows_theorem_9_and_the_rule() {
     let m = ObjectivePerturbation::new(1.0, Lambda::Auto).expect("valid");
-    let c = m.calibrate(600, 9);
+    let c = m.calibrate(600, 9).expect("calibrates");
     assert_eq!(c.epsilon_output, 0.01);
     assert_eq!(c.epsilon_objective, 0.99);
     let lambda = 8.0 * 3.0 / (600.0 * 0.99f64.powf(1.5));
@@ -54,15 +54,29 @@ fn calibration_splits_epsilon_and_follows_theorem_9_and_the_rule() {
     let t9 = 0.99 - 2.0 * (0.25 / (600.0 * c.mu)).ln_1p();
     assert!((c.epsilon_prime - t9).abs() < 1e-15);
     assert_eq!(c.objective_scale, 2.0 / c.epsilon_prime);
-    assert!((c.output_scale - 2e-8 / (c.mu * 0.01)).abs() < 1e-20);
+    // The output stage: Q, B₀, Δ₁ = √d·2γ̃/μ and snapped Laplace at ε₂ (its float term inside).
+    assert_eq!(c.noise_bound, c.objective_scale * (18.0 + NOISE_TAIL_SLACK));
+    assert_eq!(
+        c.coordinate_bound,
+        (1.0 + 1e-8 + c.noise_bound / 600.0) / c.mu
+    );
+    let widened = 1e-8 + SAMPLER_ACCURACY * c.noise_bound / 600.0;
+    assert!((c.output_sensitivity - 3.0 * 2.0 * widened / c.mu).abs() < 1e-18);
+    let snapped = c.output.mechanism;
+    assert!(c.output.achieved <= 0.01);
+    let float = 9.0 * crate::privacy::snapping::FLOAT_TERM * snapped.bound() / snapped.scale();
+    assert!((c.output.achieved - (c.output_sensitivity / snapped.scale() + float)).abs() < 1e-15);
+    assert!(snapped.scale() >= c.output_sensitivity / 0.01);
+    assert!(snapped.scale() < 1.01 * c.output_sensitivity / 0.01);
+    assert!(snapped.bound() >= c.coordinate_bound);
     // A fixed λ is used as given.
     let fixed = ObjectivePerturbation::new(1.0, 0.3).expect("valid");
-    assert_eq!(fixed.calibrate(600, 9).lambda, 0.3);
+    assert_eq!(fixed.calibrate(600, 9).expect("calibrates").lambda, 0.3);
     // The cache keeps the first size's calibration and recomputes any other.
-    assert_eq!(m.calibrate(600, 9), c);
-    let other = m.calibrate(60, 9);
+    assert_eq!(m.calibrate(600, 9), Ok(c));
+    let other = m.calibrate(60, 9).expect("calibrates");
     assert_eq!(
-        other,
+        Ok(other),
         ObjectivePerturbation::new(1.0, Lambda::Auto)
             .expect("valid")
             .calibrate(60, 9)
@@ -74,7 +88,8 @@ fn calibration_splits_epsilon_and_follows_theorem_9_and_the_rule() {
 fn objective_noise_norm_is_gamma_d_two_over_eps_prime() {
     let c = ObjectivePerturbation::new(0.7, 0.05)
         .expect("valid")
-        .calibrate(60, 9);
+        .calibrate(60, 9)
+        .expect("calibrates");
     let sample = norms(9, c.objective_scale, 4000, 1);
     assert!(gamma_p(&sample, 9, c.objective_scale) > 1e-3);
 }
@@ -83,20 +98,37 @@ fn objective_noise_norm_is_gamma_d_two_over_eps_prime() {
 fn half_objective_noise_is_rejected_by_the_same_test() {
     let c = ObjectivePerturbation::new(0.7, 0.05)
         .expect("valid")
-        .calibrate(60, 9);
+        .calibrate(60, 9)
+        .expect("calibrates");
     let sample = norms(9, c.objective_scale / 2.0, 4000, 2);
     assert!(gamma_p(&sample, 9, c.objective_scale) < 1e-6);
 }
 
+/// The output stage is snapped Laplace at the calibrated scale (χ² against the exact law of
+/// the rounded, clamped output), and a half-scale mutant fails the same test.
 #[test]
-fn output_noise_norm_is_gamma_d_two_gamma_over_mu_eps2() {
+fn output_noise_is_snapped_laplace_at_the_calibrated_scale() {
+    use crate::privacy::snapping::{SnappedLaplace, testing::snapped_chi_square};
     let c = ObjectivePerturbation::new(0.7, 0.05)
         .expect("valid")
-        .calibrate(60, 9);
-    let sample = norms(9, c.output_scale, 4000, 3);
-    assert!(gamma_p(&sample, 9, c.output_scale) > 1e-3);
-    let half = norms(9, c.output_scale / 2.0, 4000, 4);
-    assert!(gamma_p(&half, 9, c.output_scale) < 1e-6);
+        .calibrate(60, 9)
+        .expect("calibrates");
+    let m = c.output.mechanism;
+    let x = 0.3 * c.coordinate_bound;
+    let draws = |m: &SnappedLaplace, seed: u64| -> Vec<f64> {
+        let mut rng = NoiseSource::seeded(seed);
+        (0..4000)
+            .map(|_| m.sample(x, &mut rng).expect("sample"))
+            .collect()
+    };
+    let outputs = draws(&m, 3);
+    assert!(
+        outputs.iter().all(|y| (y / m.grid()).fract() == 0.0),
+        "on the grid"
+    );
+    assert!(snapped_chi_square(&m, &outputs, x, m.scale()) > 1e-3);
+    let half = SnappedLaplace::new(m.scale() / 2.0, m.bound()).expect("valid");
+    assert!(snapped_chi_square(&m, &draws(&half, 4), x, m.scale()) < 1e-6);
 }
 
 #[test]
@@ -130,7 +162,7 @@ fn coupled_neighbours_have_computed_minimisers_within_two_gamma_over_mu() {
     )
     .train;
     let m = ObjectivePerturbation::new(1.0, Lambda::Auto).expect("valid");
-    let c = m.calibrate(data.len(), data.dim());
+    let c = m.calibrate(data.len(), data.dim()).expect("calibrates");
     let n = data.len() as f64;
     let tight = SolverOptions {
         tolerance: 1e-13,
@@ -169,7 +201,7 @@ fn coupled_neighbours_have_computed_minimisers_within_two_gamma_over_mu() {
 }
 
 #[test]
-fn release_is_the_perturbed_minimiser_plus_output_noise() {
+fn release_is_the_perturbed_minimiser_snapped() {
     let data = generate(
         &SyntheticSpec {
             train: 200,
@@ -182,7 +214,7 @@ fn release_is_the_perturbed_minimiser_plus_output_noise() {
     let r = m
         .release(&data, &mut NoiseSource::seeded(10))
         .expect("release");
-    let c = m.calibrate(200, 10);
+    let c = m.calibrate(200, 10).expect("calibrates");
     let mut rng = NoiseSource::seeded(10);
     let b1 = sample_gamma_ball(10, c.objective_scale, &mut rng);
     let fit = minimise(
@@ -194,8 +226,11 @@ fn release_is_the_perturbed_minimiser_plus_output_noise() {
         SolverOptions::default(),
     )
     .expect("fit");
-    let b2 = sample_gamma_ball(10, c.output_scale, &mut rng);
-    let expected: Vec<f64> = fit.theta.iter().zip(&b2).map(|(t, b)| t + b).collect();
+    let expected: Vec<f64> = fit
+        .theta
+        .iter()
+        .map(|&t| c.output.mechanism.sample(t, &mut rng).expect("snapped"))
+        .collect();
     assert_eq!(r.classifier.coefficients(), &expected[..]);
     assert_eq!(r.metadata.guarantee.epsilon, 2.0);
     assert_eq!(r.metadata.guarantee.delta, 0.0);
