@@ -2,7 +2,9 @@
 //! allow-lists, a per-client rate limit on `PublishLearner`, and the audit log.
 //!
 //! Reads (`Describe`, `ListLearners`, `GetLearner`) need the caller on `access.read`; writes
-//! (`PublishLearner`) need it on `access.write` *and* `policy.allow_remote_publish`. `"*"` stands
+//! (`PublishLearner`) need it on `access.write` *and* `policy.allow_remote_publish`; the write
+//! list is empty by default, so turning remote publish on spends nothing until the operator names
+//! who may spend the node's budget. `"*"` stands
 //! for any caller: with TLS, any holder of a certificate from the federation's CA (the handshake
 //! has already refused everyone else); with `--insecure`, anyone who reaches the port. A refused
 //! caller gets `PERMISSION_DENIED` naming its own identity, never the list.
@@ -37,7 +39,7 @@ impl Default for AccessPolicy {
     fn default() -> Self {
         Self {
             read: vec![ANY.into()],
-            write: vec![ANY.into()],
+            write: Vec::new(),
             publish_per_minute: 10,
             reflection: false,
         }
@@ -269,6 +271,17 @@ mod tests {
         let gate = Gate::new(AccessPolicy::default());
         assert!(gate.admit(&Caller::Anonymous, Rpc::ListLearners).is_ok());
         assert!(gate.admit(&org("x"), Rpc::Describe).is_ok());
+    }
+
+    #[test]
+    fn by_default_nobody_may_publish() {
+        let gate = Gate::new(AccessPolicy::default());
+        for caller in [Caller::Anonymous, org("member")] {
+            let e = gate
+                .admit(&caller, Rpc::PublishLearner)
+                .expect_err("the default write list is empty");
+            assert_eq!(e.code(), tonic::Code::PermissionDenied);
+        }
     }
 
     #[test]

@@ -115,6 +115,14 @@ fn write(path: &Path, bytes: &[u8], private: bool) -> Result<(), CertsError> {
     }
 }
 
+/// A folder that will hold a key: the owner's only (0700) before anything is written into it.
+fn private_dir(dir: &Path) -> Result<(), CertsError> {
+    dpagg_shared::util::files::create_private_dir(dir).map_err(|e| CertsError::File {
+        path: dir.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
 fn read(path: &Path) -> Result<String, CertsError> {
     std::fs::read_to_string(path).map_err(|e| CertsError::File {
         path: path.to_owned(),
@@ -141,6 +149,7 @@ pub fn init(
     }
     let ca_dir = out.join(CA_DIR);
     fresh(&ca_dir)?;
+    private_dir(&ca_dir)?;
     let key = KeyPair::generate()?;
     let mut params = CertificateParams::default();
     params.distinguished_name = DistinguishedName::new();
@@ -225,6 +234,7 @@ pub fn issue(
     let cert = params.signed_by(&key, &issuer)?;
 
     let (signing, pkcs8) = SigningKey::generate()?;
+    private_dir(&dir)?;
     write(&dir.join(CA_FILE), ca_pem.as_bytes(), false)?;
     write(&dir.join(CERT_FILE), cert.pem().as_bytes(), false)?;
     write(&dir.join(KEY_FILE), key.serialize_pem().as_bytes(), true)?;
@@ -355,6 +365,34 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o077, 0, "private keys are not readable by others");
+    }
+
+    /// Every secret `init` writes is 0600 in a 0700 folder. That it is 0600 from the moment it
+    /// exists (under any umask: the mode is given to `open(O_CREAT)`, never widened) is
+    /// `util::files`' test of `write_via_temp`; here, that every key goes through that path and
+    /// that nothing in this file changes a mode after writing.
+    #[test]
+    fn every_private_key_is_born_0600_in_a_0700_folder() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("fed");
+        let orgs: Vec<String> = (0..3).map(|i| format!("org-{i}")).collect();
+        init(&out, &orgs, &[], Validity::days_from_now(30)).expect("init");
+        let mode = |p: &Path| std::fs::metadata(p).expect("meta").permissions().mode() & 0o777;
+        let mut secrets = vec![out.join(CA_DIR).join(CA_KEY_FILE)];
+        for org in &orgs {
+            secrets.push(out.join(org).join(KEY_FILE));
+            secrets.push(out.join(org).join(SIGNING_KEY_FILE));
+        }
+        for secret in &secrets {
+            assert_eq!(mode(secret), 0o600, "{}", secret.display());
+            let folder = secret.parent().expect("folder");
+            assert_eq!(mode(folder), 0o700, "{}", folder.display());
+        }
+        let source = include_str!("certs.rs");
+        let chmod = ["set_", "permissions("].concat();
+        assert!(!source.contains(&chmod), "no mode is changed after writing");
+        assert!(source.contains("atomic_write_private(path, bytes)"));
     }
 
     #[test]

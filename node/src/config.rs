@@ -13,7 +13,7 @@
 //!
 //! [access]                            # identities are certificate names (dpagg://org/<id>)
 //! read = ["*"]                        # Describe, ListLearners, GetLearner; "*": any federation member
-//! write = ["*"]                       # PublishLearner (also needs policy.allow_remote_publish)
+//! write = []                         # PublishLearner (also needs policy.allow_remote_publish); default nobody
 //! publish_per_minute = 10             # per client
 //! reflection = false                  # gRPC server reflection
 //!
@@ -96,7 +96,7 @@ pub struct AccessSettings {
     /// Identities allowed to read (Describe, ListLearners, GetLearner); `*`: any [default: *].
     #[arg(long = "read-allow", env = "DPAGG_READ_ALLOW", value_delimiter = ',')]
     pub read: Option<Vec<String>>,
-    /// Identities allowed to call PublishLearner; `*`: any [default: *].
+    /// Identities allowed to call PublishLearner; `*`: any [default: nobody].
     #[arg(long = "write-allow", env = "DPAGG_WRITE_ALLOW", value_delimiter = ',')]
     pub write: Option<Vec<String>>,
     /// PublishLearner requests per client and minute.
@@ -357,10 +357,10 @@ impl NodeConfig {
 
 fn resolve_access(l: &mut Layers<'_, Settings>) -> Result<AccessPolicy, ConfigError> {
     let defaults = AccessPolicy::default();
-    let mut list = |key: &'static str, field: fn(&mut Settings) -> Option<Vec<String>>| match l
-        .get(key, field)
-    {
-        None => Ok(vec![ANY.to_owned()]),
+    let mut list = |key: &'static str,
+                    field: fn(&mut Settings) -> Option<Vec<String>>,
+                    default: &[String]| match l.get(key, field) {
+        None => Ok(default.to_vec()),
         Some(s) => {
             if let Some(bad) = s
                 .value
@@ -375,8 +375,8 @@ fn resolve_access(l: &mut Layers<'_, Settings>) -> Result<AccessPolicy, ConfigEr
             Ok(s.value)
         }
     };
-    let read = list("access.read", |s| s.access.read.take())?;
-    let write = list("access.write", |s| s.access.write.take())?;
+    let read = list("access.read", |s| s.access.read.take(), &defaults.read)?;
+    let write = list("access.write", |s| s.access.write.take(), &defaults.write)?;
     Ok(AccessPolicy {
         read,
         write,

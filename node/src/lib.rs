@@ -21,4 +21,5 @@ pub mod split;
 mod status;
 pub mod store;
 pub mod tls;
+pub mod tls_server;
 pub mod transport;

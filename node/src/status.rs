@@ -1,6 +1,7 @@
 //! Typed gRPC statuses of the node's failures, without data-derived numbers: mechanism and
 //! store failures whose messages could carry them (a row norm, a gradient norm) are logged
-//! locally and sent as `INTERNAL`; refusals computed from public quantities say why.
+//! locally and sent as `INTERNAL` (or, once charged, `FAILED_PRECONDITION`, the code every later
+//! ask of that spec gets); refusals computed from public quantities say why.
 
 use crate::store::PublishError;
 use dpagg_shared::privacy::accounting::admission::Refusal;
@@ -55,10 +56,15 @@ pub fn publish_status(e: &PublishError) -> Status {
         // Not UNAVAILABLE: a client must not take it for a passing fault and ask again.
         PublishError::FailedCharged(MechanismError::Stopped(_))
         | PublishError::FailedBefore { .. } => Status::failed_precondition(e.to_string()),
-        PublishError::FailedCharged(inner) => internal(
-            &format!("the node could not train this learner ({})", kind_of(inner)),
-            e,
-        ),
+        // The same code as every later ask of the spec (`FailedBefore`): the operator decides.
+        PublishError::FailedCharged(inner) => {
+            tracing::error!(error = %e, "training failed after its charge");
+            Status::failed_precondition(format!(
+                "the node could not train this learner ({}); asking again charges nothing until \
+                 the node's operator allows a retry; see the node's log",
+                kind_of(inner)
+            ))
+        }
         PublishError::Mechanism(_) => internal("the node could not train this learner", e),
         // From the spec and public quantities only (n, d, the schema's bounds).
         PublishError::Data(DataReleaseError::InvalidSpec(_)) => {

@@ -157,8 +157,6 @@ pub struct IdentityDir {
     pub dir: PathBuf,
     /// The organisation named by `cert.pem`.
     pub organisation_id: String,
-    ca_pem: Vec<u8>,
-    cert_pem: Vec<u8>,
     key_pem: Vec<u8>,
     ca: Vec<CertificateDer<'static>>,
     chain: Vec<CertificateDer<'static>>,
@@ -197,8 +195,6 @@ impl IdentityDir {
         Ok(Self {
             dir: dir.to_owned(),
             organisation_id,
-            ca_pem,
-            cert_pem,
             key_pem,
             ca,
             chain,
@@ -210,16 +206,26 @@ impl IdentityDir {
         self.dir.join(SIGNING_KEY_FILE)
     }
 
-    /// The server side: this identity, and a client certificate from the CA required on every
-    /// connection (handshakes time out after 10 s).
-    pub fn server_config(&self) -> tonic::transport::ServerTlsConfig {
-        tonic::transport::ServerTlsConfig::new()
-            .identity(tonic::transport::Identity::from_pem(
-                &self.cert_pem,
-                &self.key_pem,
-            ))
-            .client_ca_root(tonic::transport::Certificate::from_pem(&self.ca_pem))
-            .timeout(std::time::Duration::from_secs(10))
+    /// The federation's CA certificates (`ca.pem`).
+    pub fn ca_certificates(&self) -> &[CertificateDer<'static>] {
+        &self.ca
+    }
+
+    /// This organisation's certificate chain (`cert.pem`), end-entity first.
+    pub fn chain(&self) -> &[CertificateDer<'static>] {
+        &self.chain
+    }
+
+    /// This organisation's TLS private key (`key.pem`).
+    pub fn private_key(&self) -> Result<PrivateKeyDer<'static>, TlsError> {
+        PrivateKeyDer::from_pem_slice(&self.key_pem)
+            .map_err(|e| TlsError::Config(format!("{KEY_FILE}: {e}")))
+    }
+
+    /// When `cert.pem` stops being valid, in seconds since the Unix epoch.
+    pub fn not_after(&self) -> Option<i64> {
+        let (_, parsed) = x509_parser::parse_x509_certificate(&self.chain[0]).ok()?;
+        Some(parsed.validity().not_after.timestamp())
     }
 
     /// The client side: trusts only the federation's CA and presents this identity.
@@ -230,8 +236,7 @@ impl IdentityDir {
                 .add(c.clone())
                 .map_err(|e| TlsError::Config(format!("{}: {e}", CA_FILE)))?;
         }
-        let key = PrivateKeyDer::from_pem_slice(&self.key_pem)
-            .map_err(|e| TlsError::Config(format!("{KEY_FILE}: {e}")))?;
+        let key = self.private_key()?;
         let mut config = rustls::ClientConfig::builder()
             .with_root_certificates(roots)
             .with_client_auth_cert(self.chain.clone(), key)

@@ -13,7 +13,6 @@ use dpagg_proto::v1::organisation_node_server::OrganisationNodeServer;
 use std::future::Future;
 use std::sync::Arc;
 use tokio::net::TcpListener;
-use tonic::transport::ServerTlsConfig;
 use tonic::transport::server::TcpIncoming;
 
 /// Why the server stopped with an error.
@@ -56,7 +55,7 @@ pub enum SecurityError {
 #[derive(Debug, Clone)]
 pub struct Security {
     /// Mutual TLS (`None`: plain text).
-    pub tls: Option<ServerTlsConfig>,
+    pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
     /// Signs every served release (`None`: unsigned, only with `--insecure`).
     pub signer: Option<Arc<SigningKey>>,
     /// Allow-lists, rate limit, reflection.
@@ -87,8 +86,14 @@ impl Security {
                     });
                 }
                 let signer = SigningKey::load(&identity.signing_key_path())?;
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64);
+                if let Some(warning) = crate::tls_server::expiry_warning(&identity, now) {
+                    tracing::warn!("{warning}");
+                }
                 Ok(Self {
-                    tls: Some(identity.server_config()),
+                    tls: Some(crate::tls_server::server_config(&identity)?),
                     signer: Some(Arc::new(signer)),
                     access,
                 })
@@ -116,29 +121,42 @@ pub async fn serve(
     reporter
         .set_serving::<OrganisationNodeServer<NodeService>>()
         .await;
-    let mut builder = tonic::transport::Server::builder();
-    if let Some(tls) = security.tls {
-        builder = builder.tls_config(tls)?;
-    } else {
+    if security.tls.is_none() {
         tracing::warn!(
             "serving PLAIN TEXT (--insecure): no TLS, no client identities, unsigned releases; \
              anyone who reaches this port can read, and publish if the policy allows"
         );
     }
+    if security.access.write.is_empty() && node.policy.allow_remote_publish {
+        tracing::warn!(
+            "policy.allow_remote_publish is on but access.write names nobody: no client can \
+             publish until the operator lists who may spend this node's budget"
+        );
+    }
     let reflect = security.access.reflection;
     let service = NodeService::new(node, Gate::new(security.access), security.signer);
-    let router = builder
+    let router = tonic::transport::Server::builder()
         .add_service(health)
         .add_optional_service(reflect.then(|| reflection().build_v1()).transpose()?)
         .add_optional_service(reflect.then(|| reflection().build_v1alpha()).transpose()?)
         .add_service(OrganisationNodeServer::new(service));
-    // TCP_NODELAY: without it, Nagle's algorithm and delayed ACKs add ~40 ms to each small
-    // response on loopback (measured by `dpagg-aggregator bench-fetch`).
-    router
-        .serve_with_incoming_shutdown(
-            TcpIncoming::from(listener).with_nodelay(Some(true)),
-            shutdown,
-        )
-        .await?;
+    match security.tls {
+        // Handshakes are ours (crate::tls_server) so that refusals are logged.
+        Some(tls) => {
+            router
+                .serve_with_incoming_shutdown(crate::tls_server::incoming(listener, tls), shutdown)
+                .await?
+        }
+        // TCP_NODELAY: without it, Nagle's algorithm and delayed ACKs add ~40 ms to each small
+        // response on loopback (measured by `dpagg-aggregator bench-fetch`).
+        None => {
+            router
+                .serve_with_incoming_shutdown(
+                    TcpIncoming::from(listener).with_nodelay(Some(true)),
+                    shutdown,
+                )
+                .await?
+        }
+    }
     Ok(())
 }

@@ -88,7 +88,7 @@ fn spawn(binary: &Path, dir: &Path, i: usize, mode: Mode) -> Result<Child> {
         .arg("--state-dir")
         .arg(dir.join(format!("state-{mode:?}-{i}")))
         .args(["--epsilon-total", "10", "--delta-total", "1e-5"])
-        .args(["--allow-remote-publish", "true"])
+        .args(["--allow-remote-publish", "true", "--write-allow", "*"])
         .env("DPAGG_LOG", "warn")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
