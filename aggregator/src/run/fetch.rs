@@ -113,12 +113,17 @@ pub fn max_reply_bytes(dim: usize) -> usize {
 }
 
 /// `text` made safe for reports and terminals: control characters (escape sequences, newlines)
-/// replaced by `�`, cut to `max` characters with `…`.
+/// and the invisible formatting characters that reorder or hide text (bidirectional overrides,
+/// zero-width characters) replaced by `�`, cut to `max` characters with `…`.
 pub fn clean(text: &str, max: usize) -> String {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    };
     let mut out: String = text
         .chars()
         .take(max)
-        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .map(|c| if hidden(c) { '\u{fffd}' } else { c })
         .collect();
     if text.chars().nth(max).is_some() {
         out.push('…');

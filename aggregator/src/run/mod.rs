@@ -60,6 +60,10 @@ pub enum Command {
         /// Folder of trusted public signing keys, <organisation>.pub (e.g. federation/public-keys).
         #[arg(long, env = "DPAGG_AGG_SIGNING_KEYS")]
         signing_keys: std::path::PathBuf,
+        /// The organisation that must have signed the report (the aggregator you expect); without
+        /// it, a signature by any organisation whose key is in --signing-keys is accepted.
+        #[arg(long)]
+        signer: Option<String>,
     },
 }
 
@@ -76,8 +80,9 @@ impl Command {
             Self::Verify {
                 report,
                 signing_keys,
+                signer,
             } => {
-                let v = trust::verify_report(&report, &signing_keys)
+                let v = trust::verify_report(&report, &signing_keys, signer.as_deref())
                     .map_err(|e| anyhow::anyhow!("REJECTED: {e}"))?;
                 for (org, release) in &v.releases {
                     writeln!(out, "release {release} of {org}: signature valid")?;

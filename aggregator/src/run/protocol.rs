@@ -103,7 +103,7 @@ fn log_exclusions(outcomes: &[NodeOutcome]) {
                 endpoint = %o.endpoint,
                 organisation = o.organisation_id.as_deref().unwrap_or("?"),
                 code = e.code(),
-                reason = %e,
+                reason = %crate::run::fetch::clean(&e.to_string(), crate::run::fetch::MAX_TEXT),
                 "node excluded"
             );
         }

@@ -4,7 +4,7 @@
 //! Every string that came from a node (organisation id, reasons) is escaped in the HTML: a node
 //! must not be able to inject markup into the aggregator's report.
 
-use crate::run::fetch::NodeOutcome;
+use crate::run::fetch::{MAX_TEXT, NodeOutcome, clean};
 use crate::run::model::ModelFile;
 use crate::run::synthetic::SyntheticView;
 use crate::run::trust::SignatureView;
@@ -18,6 +18,12 @@ use dpagg_shared::util::stats::wilson_interval;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;
+
+/// Longest release id shown (nodes make 32 hex characters).
+pub const MAX_RELEASE_ID: usize = 64;
+
+/// Longest mechanism name shown.
+pub const MAX_MECHANISM: usize = 80;
 
 /// Why a node was excluded.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -93,7 +99,7 @@ impl NodeReport {
             Err(e) => {
                 r.exclusion = Some(ExclusionView {
                     code: e.code().to_owned(),
-                    reason: e.to_string(),
+                    reason: clean(&e.to_string(), MAX_TEXT),
                 });
             }
         }
@@ -103,8 +109,8 @@ impl NodeReport {
     /// Fills in the release aggregated and its accuracy alone on `test`.
     pub fn describe_release(&mut self, learner: &PublishedLearner, test: &Dataset) {
         let m = learner.metadata();
-        self.release_id = Some(learner.release_id.clone());
-        self.mechanism = Some(m.mechanism.clone());
+        self.release_id = Some(clean(&learner.release_id, MAX_RELEASE_ID));
+        self.mechanism = Some(clean(&m.mechanism, MAX_MECHANISM));
         self.epsilon = Some(m.guarantee.epsilon);
         self.delta = Some(m.guarantee.delta);
         self.neighbour_relation = Some(m.guarantee.relation.to_string());

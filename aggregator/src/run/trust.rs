@@ -14,6 +14,7 @@
 
 use crate::run::config::Security;
 use crate::run::fetch::{Exclusion, MAX_TEXT, clean};
+use crate::run::report::{MAX_MECHANISM, MAX_RELEASE_ID};
 use dpagg_node::tls::check_organisation_id;
 use dpagg_proto::signature::{ALGORITHM, SignatureError, SigningKey, VerifyingKey, hex, unhex};
 use dpagg_proto::v1 as pb;
@@ -252,8 +253,10 @@ pub struct Verified {
     pub report_signed_by: String,
 }
 
-/// Verifies a `report.json` offline with the trusted keys in `keys` (`<organisation>.pub`).
-pub fn verify_report(path: &Path, keys: &Path) -> Result<Verified, String> {
+/// Verifies a `report.json` offline with the trusted keys in `keys` (`<organisation>.pub`);
+/// with `signer`, the report must be signed by that organisation (any trusted member's signature
+/// is not enough).
+pub fn verify_report(path: &Path, keys: &Path, signer: Option<&str>) -> Result<Verified, String> {
     let origin = path.display();
     let text = std::fs::read_to_string(path).map_err(|e| format!("{origin}: {e}"))?;
     let report: serde_json::Value =
@@ -281,9 +284,14 @@ pub fn verify_report(path: &Path, keys: &Path) -> Result<Verified, String> {
         key.verify(org, &learner)
             .map_err(|e| at(&format!("the release of {org:?}: {e}")))?;
         let m = learner.metadata.as_ref().ok_or_else(|| at("no metadata"))?;
+        // The report records node text cleaned (crate::run::report), so compare it that way.
+        let release_id = clean(&m.release_id, MAX_RELEASE_ID);
         let recorded = [
-            ("release_id", node["release_id"] == m.release_id.as_str()),
-            ("mechanism", node["mechanism"] == m.mechanism.as_str()),
+            ("release_id", node["release_id"] == release_id.as_str()),
+            (
+                "mechanism",
+                node["mechanism"] == clean(&m.mechanism, MAX_MECHANISM).as_str(),
+            ),
             ("epsilon", node["epsilon"].as_f64() == Some(m.epsilon)),
             ("delta", node["delta"].as_f64() == Some(m.delta)),
         ];
@@ -292,12 +300,21 @@ pub fn verify_report(path: &Path, keys: &Path) -> Result<Verified, String> {
                 "`{field}` differs from the signed release of {org:?}"
             )));
         }
-        releases.push((org.to_owned(), m.release_id.clone()));
+        releases.push((org.to_owned(), release_id));
     }
     releases.extend(verify_synthetic(&report, &origin.to_string(), keys)?);
     let signature: SignatureView = serde_json::from_value(report["signature"].clone())
         .map_err(|_| format!("{origin}: the report is not signed (no `signature`)"))?;
-    let signer = report["signed_by"].as_str().unwrap_or_default();
+    let signed_by = report["signed_by"].as_str().unwrap_or_default();
+    if let Some(wanted) = signer
+        && wanted != signed_by
+    {
+        return Err(format!(
+            "{origin}: the report is signed by {:?}, not by {wanted:?} (--signer)",
+            clean(signed_by, 80)
+        ));
+    }
+    let signer = signed_by;
     if signer != signature.organisation_id {
         return Err(format!(
             "{origin}: `signed_by` is {signer:?} but the signature is {:?}'s",

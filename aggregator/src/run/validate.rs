@@ -35,6 +35,27 @@ pub enum Violation {
         /// Its index.
         index: usize,
     },
+    /// A guarantee no mechanism that looks at the data can give (ε ≤ 0, or a negative δ).
+    #[error(
+        "implausible guarantee: ε = {epsilon}, δ = {delta} (a learner trained on data has ε > 0)"
+    )]
+    ImplausibleGuarantee {
+        /// The claimed ε.
+        epsilon: f64,
+        /// The claimed δ.
+        delta: f64,
+    },
+    /// The weights are larger than any learner of this federation can be.
+    #[error(
+        "weights out of bound: ‖w‖₂ = {norm:.3e} exceeds {bound:.0e}, the largest norm accepted \
+         (rows lie in the unit ball, so such a learner only outputs saturated 0/1 predictions)"
+    )]
+    WeightsOutOfBound {
+        /// ‖w‖₂.
+        norm: f64,
+        /// [`MAX_WEIGHT_NORM`].
+        bound: f64,
+    },
     /// ε (or a malformed ε) over the policy.
     #[error(
         "over policy: ε = {epsilon}{converted} exceeds the accepted maximum {max} (replace-one)"
@@ -100,6 +121,8 @@ impl Violation {
             Self::Malformed(_) => "malformed",
             Self::DimensionMismatch { .. } => "dimension_mismatch",
             Self::NonFinite { .. } => "non_finite",
+            Self::ImplausibleGuarantee { .. } => "implausible_guarantee",
+            Self::WeightsOutOfBound { .. } => "weights_out_of_bound",
             Self::EpsilonOverPolicy { .. } | Self::DeltaOverPolicy { .. } => "over_policy",
             Self::SchemaMismatch { .. } => "schema_mismatch",
             Self::Seeded => "seeded",
@@ -110,6 +133,13 @@ impl Violation {
         }
     }
 }
+
+/// The largest ‖w‖₂ accepted. Every row the aggregator scores lies in the unit ball, so a
+/// learner's margin |w·x| is at most ‖w‖₂; every mechanism here releases a regularised
+/// minimiser (‖w*‖₂ ≤ 1/λ, since the logistic loss has gradients of norm ≤ 1) plus noise whose
+/// norm exceeds 10⁶ with negligible probability at any accepted ε and λ ≥ 10⁻⁶. Finite weights of
+/// 10³⁰⁰ would otherwise reach the mirror-averaging losses and overflow them.
+pub const MAX_WEIGHT_NORM: f64 = 1e6;
 
 /// What the aggregator checks a learner against.
 #[derive(Debug, Clone)]
@@ -161,6 +191,24 @@ fn check_shape(p: &PublishedLearner, cx: &Context<'_>) -> Result<(), Violation> 
     if let Some(index) = coefficients.iter().position(|w| !w.is_finite()) {
         return Err(Violation::NonFinite { index });
     }
+    // Scaled so that weights near f64::MAX do not overflow the norm itself.
+    let largest = coefficients.iter().fold(0.0_f64, |m, w| m.max(w.abs()));
+    let norm = if largest > 0.0 {
+        largest
+            * coefficients
+                .iter()
+                .map(|w| (w / largest).powi(2))
+                .sum::<f64>()
+                .sqrt()
+    } else {
+        0.0
+    };
+    if norm > MAX_WEIGHT_NORM {
+        return Err(Violation::WeightsOutOfBound {
+            norm,
+            bound: MAX_WEIGHT_NORM,
+        });
+    }
     Ok(())
 }
 
@@ -178,6 +226,12 @@ fn check_policy(p: &PublishedLearner, cx: &Context<'_>) -> Result<(), Violation>
             format!(" ({relation}; {v} under replace-one)")
         }
     };
+    if stated.epsilon <= 0.0 || stated.delta < 0.0 {
+        return Err(Violation::ImplausibleGuarantee {
+            epsilon: stated.epsilon,
+            delta: stated.delta,
+        });
+    }
     if !(0.0..=cx.accept.max_epsilon).contains(&r.epsilon) {
         return Err(Violation::EpsilonOverPolicy {
             epsilon: stated.epsilon,
@@ -327,6 +381,12 @@ mod tests {
             (with(|l| l.weights.push(0.0)), "dimension_mismatch"),
             (with(|l| l.weights[1] = f64::NAN), "non_finite"),
             (with(|l| l.weights[2] = f64::INFINITY), "non_finite"),
+            (with(|l| l.weights[2] = 1e300), "weights_out_of_bound"),
+            (with(|l| l.weights[0] = 1.0001e6), "weights_out_of_bound"),
+            (with(|l| l.weights.fill(f64::MAX)), "weights_out_of_bound"),
+            (with(|l| meta(l).epsilon = 0.0), "implausible_guarantee"),
+            (with(|l| meta(l).epsilon = -1.0), "implausible_guarantee"),
+            (with(|l| meta(l).delta = -1e-9), "implausible_guarantee"),
             (with(|l| meta(l).epsilon = 2.5), "over_policy"),
             (with(|l| meta(l).epsilon = f64::NAN), "over_policy"),
             (with(|l| meta(l).delta = 1e-3), "over_policy"),
