@@ -262,15 +262,46 @@ pub fn node_config(
         dir.join("diabetes.schema.toml"),
     )
     .expect("copy schema");
+    // The write list is empty by default: a remote-publish node lists who may spend.
+    let access = if remote {
+        "[access]\nwrite = [\"*\"]\n"
+    } else {
+        ""
+    };
     let config = dir.join(format!("{id}.toml"));
     std::fs::write(
         &config,
         format!(
-            "insecure = true\norganisation_id = \"{id}\"\ndata = \"{id}.csv\"\nschema = \"diabetes.schema.toml\"\nstate_dir = \"{id}-state\"\n[policy]\nepsilon_total = {epsilon_total}\ndelta_total = 1e-5\nmax_epsilon_per_release = {cap}\nallow_remote_publish = {remote}\n"
+            "insecure = true\norganisation_id = \"{id}\"\ndata = \"{id}.csv\"\nschema = \"diabetes.schema.toml\"\nstate_dir = \"{id}-state\"\n{access}[policy]\nepsilon_total = {epsilon_total}\ndelta_total = 1e-5\nmax_epsilon_per_release = {cap}\nallow_remote_publish = {remote}\n"
         ),
     )
     .expect("write config");
     config
+}
+
+/// A node config (remote publish on) whose trainings stop after one second and that may run
+/// `gibbs-posterior-unproven`: a spec with `steps = 1e12` then always runs into the limit.
+pub fn one_second_node_config(dir: &Path, id: &str) -> PathBuf {
+    let config = node_config(dir, id, 10.0, 2.0, true, 60);
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(
+        &config,
+        format!("{text}max_training_seconds = 1\nallow_unproven = true\n"),
+    )
+    .expect("write");
+    config
+}
+
+/// Adds `lines` (e.g. `"publish_per_minute = 100\n"`) to the `[access]` table of the node
+/// config at `config`, creating the table before `[policy]` when there is none.
+pub fn add_access(config: &Path, lines: &str) {
+    let text = std::fs::read_to_string(config).expect("read config");
+    let text = if text.contains("[access]\n") {
+        text.replacen("[access]\n", &format!("[access]\n{lines}"), 1)
+    } else {
+        text.replacen("[policy]\n", &format!("[access]\n{lines}[policy]\n"), 1)
+    };
+    std::fs::write(config, text).expect("write config");
 }
 
 /// The node's budget as `Describe` reports it.
@@ -303,7 +334,14 @@ pub fn tls_node_config(
         &format!("identity = {:?}\n", identity.to_str().expect("utf8")),
         1,
     );
-    std::fs::write(&config, format!("{text}[access]\n{access}\n")).expect("write config");
+    // The caller's write list replaces node_config's "any caller".
+    let text = if access.contains("write") {
+        text.replacen("[access]\nwrite = [\"*\"]\n", "", 1)
+    } else {
+        text
+    };
+    std::fs::write(&config, text).expect("write config");
+    add_access(&config, &format!("{access}\n"));
     config
 }
 

@@ -5,8 +5,8 @@
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::organisation_node_server::OrganisationNodeServer;
 use dpagg_tests::{
-    FakeNode, NodeProcess, assert_one_line_error, assert_success, node_config, publish_with_cli,
-    repo_root, run, write_own_data,
+    FakeNode, NodeProcess, assert_one_line_error, assert_success, budget, node_config,
+    one_second_node_config, publish_with_cli, repo_root, run, write_own_data,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -25,8 +25,23 @@ fn meta(l: &mut pb::PrivateLearner) -> &mut pb::ReleaseMetadata {
 
 /// A well-formed learner for the Diabetes schema (dimension 9) and the default spec.
 fn valid_learner(id: &str) -> pb::PrivateLearner {
+    // Two organisations never release the same content (their noise differs); identical fakes
+    // would be excluded as a conflict (aggregator/src/run/screen.rs).
+    let own = id
+        .bytes()
+        .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
     pb::PrivateLearner {
-        weights: vec![0.1, -0.2, 0.3, 0.0, 0.5, 0.1, 0.2, 0.1, -0.1],
+        weights: vec![
+            0.1,
+            -0.2,
+            0.3,
+            f64::from(own % 1000) * 1e-6,
+            0.5,
+            0.1,
+            0.2,
+            0.1,
+            -0.1,
+        ],
         metadata: Some(pb::ReleaseMetadata {
             release_id: format!("fake-{id}"),
             mechanism: "objective-perturbation".into(),
@@ -654,4 +669,116 @@ async fn the_final_model_never_sees_the_test_rows() {
         models[0], models[1],
         "the test rows must not change the model"
     );
+}
+
+/// A member's own learner can carry terminal escapes, CR/LF and bidirectional overrides in the
+/// text it signs, and arbitrarily long text in what gets quoted into an exclusion reason: every
+/// output (the table, the logs, report.json, report.html) shows it cleaned and capped (issue
+/// 23). Learners claiming ε = 0 or weights of 1e300 are excluded with a reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_text_is_cleaned_and_capped_in_every_output() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fp = diabetes_fingerprint();
+    let huge = format!("\u{1b}[31m{}", "x".repeat(200_000));
+    let fakes = vec![
+        fake(
+            "escapes",
+            &|l| {
+                meta(l).release_id = "r\u{1b}[2J\r\nFAKE LINE\u{202e}".into();
+                meta(l).mechanism = "objective-perturbation\u{1b}]0;pwned\u{7}".into();
+            },
+            &fp,
+        ),
+        fake("long", &|l| meta(l).schema_fingerprint = huge.clone(), &fp),
+        fake("zero", &|l| meta(l).epsilon = 0.0, &fp),
+        fake("vast", &|l| l.weights[4] = 1e300, &fp),
+    ];
+    let mut urls = Vec::new();
+    let mut guards = Vec::new();
+    for f in fakes {
+        let (url, guard) = serve_fake(f).await;
+        urls.push(url);
+        guards.push(guard);
+    }
+    let config = aggregator_config(dir.path(), &urls, "");
+    let out = run_aggregator(dir.path(), &config).await;
+    assert_success(&out);
+    let r = report(dir.path());
+    let got = statuses(&r);
+    let got: Vec<(&str, &str)> = got.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    assert_eq!(
+        got,
+        vec![
+            ("included", ""),
+            ("excluded", "schema_mismatch"),
+            ("excluded", "implausible_guarantee"),
+            ("excluded", "weights_out_of_bound"),
+        ]
+    );
+    let json = std::fs::read_to_string(dir.path().join("report/report.json")).expect("json");
+    let html = std::fs::read_to_string(dir.path().join("report/report.html")).expect("html");
+    let outputs = [
+        ("stdout", String::from_utf8_lossy(&out.stdout).into_owned()),
+        ("stderr", String::from_utf8_lossy(&out.stderr).into_owned()),
+        ("report.json", json.clone()),
+        ("report.html", html),
+    ];
+    for (name, text) in &outputs {
+        for bad in ['\u{1b}', '\r', '\u{7}', '\u{202e}'] {
+            assert!(!text.contains(bad), "{name} carries {bad:?}");
+        }
+        // JSON would escape a control character rather than carry it raw.
+        assert!(!text.contains("\\u001b") && !text.contains("\\r"), "{name}");
+        assert!(
+            !text.contains("FAKE LINE\n") && text.len() < 60_000,
+            "{name}"
+        );
+    }
+    assert!(String::from_utf8_lossy(&out.stdout).contains("FAKE LINE"));
+    let reason = r["nodes"][1]["exclusion"]["reason"]
+        .as_str()
+        .expect("reason");
+    assert!(reason.chars().count() <= 301, "{} chars", reason.len());
+    assert!(reason.ends_with('…'), "{reason}");
+    assert!(
+        r["nodes"][2]["exclusion"]["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("ε = 0")
+    );
+}
+
+/// A spec whose training runs past the node's `max_training_seconds` is charged once: the node
+/// answers FAILED_PRECONDITION (not a passing fault), the aggregator does not retry it, and a
+/// second run gets the same answer without a second charge (issue 23).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_training_is_charged_once_however_often_the_aggregator_asks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = one_second_node_config(dir.path(), "org-t");
+    let node = NodeProcess::start(&config);
+    let agg = aggregator_config(
+        dir.path(),
+        &[node.url()],
+        "mechanism = \"gibbs-posterior-unproven\"\nepsilon = 1.0\ndelta = 1e-6\nlambda = 0.01\n\
+         publish = true\nallow_unproven = true\noptions = { steps = 1e12 }\n",
+    );
+    for run in 0..2 {
+        let out = run_aggregator(dir.path(), &agg).await;
+        assert!(!out.status.success(), "run {run}: no learner was released");
+        let e = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(e.contains("FailedPrecondition"), "run {run}: {e}");
+        assert!(
+            !e.contains("retrying") && !e.contains("attempt 2"),
+            "run {run}: {e}"
+        );
+    }
+    let mut c = pb::organisation_node_client::OrganisationNodeClient::connect(node.url())
+        .await
+        .expect("connect");
+    let spent = budget(&mut c).await;
+    assert_eq!(
+        spent.epsilon_spent, 1.0,
+        "one charge for two runs: {spent:?}"
+    );
+    assert_eq!(spent.delta_spent, 1e-6, "{spent:?}");
 }

@@ -21,7 +21,7 @@ use dpagg_proto::v1::{
     Budget, DescribeRequest, GetLearnerRequest, LearnerSpec, ListLearnersRequest,
     NeighbourRelation, PrivateLearner, PublishLearnerRequest, get_learner_request::Selector,
 };
-use dpagg_tests::{NodeProcess, assert_success, node_config, run};
+use dpagg_tests::{NodeProcess, add_access, assert_success, node_config, run};
 use prost::Message;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -354,12 +354,7 @@ async fn kill_9_during_publish_bursts_loses_no_release_and_no_charge() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = node_config(dir.path(), "org-k", 1000.0, 1.0, true, 60);
     // One anonymous (plain-text) caller publishes thousands of times: lift the rate limit.
-    let text = std::fs::read_to_string(&config).expect("read config");
-    std::fs::write(
-        &config,
-        format!("{text}[access]\npublish_per_minute = 1000000\n"),
-    )
-    .expect("write config");
+    add_access(&config, "publish_per_minute = 1000000\n");
     let state_dir = dir.path().join("org-k-state");
 
     let next = Arc::new(AtomicUsize::new(0));

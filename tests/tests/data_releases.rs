@@ -9,7 +9,7 @@ use dpagg_proto::v1::{
     DataRelease, DataReleaseBody, DataSpec, DescribeRequest, GetDataRequest, ListDataRequest,
     PublishDataRequest, get_data_request::Selector,
 };
-use dpagg_tests::{NodeProcess, assert_success, budget, node_config, run};
+use dpagg_tests::{NodeProcess, add_access, assert_success, budget, node_config, run};
 use tonic::Code;
 use tonic::transport::Channel;
 
@@ -49,9 +49,7 @@ async fn statistics_and_synthetic_data_are_charged_served_as_stored_and_survive_
     let dir = tempfile::tempdir().expect("tempdir");
     let config = node_config(dir.path(), "org-a", 6.0, 2.0, true, 400);
     // More requests than the default rate limit of 10 a minute.
-    let mut text = std::fs::read_to_string(&config).expect("config");
-    text.push_str("[access]\npublish_per_minute = 100\n");
-    std::fs::write(&config, text).expect("config");
+    add_access(&config, "publish_per_minute = 100\n");
     let mut node = NodeProcess::start(&config);
     let mut c = client(&node).await;
     let described = c

@@ -7,7 +7,8 @@ use dpagg_proto::v1::{
     PublishLearnerRequest, get_learner_request::Selector,
 };
 use dpagg_tests::{
-    NodeProcess, assert_one_line_error, assert_success, budget, node_config, publish_with_cli, run,
+    NodeProcess, add_access, assert_one_line_error, assert_success, budget, node_config,
+    one_second_node_config, publish_with_cli, run,
 };
 use tonic::Code;
 use tonic::transport::Channel;
@@ -250,8 +251,7 @@ async fn reflection_is_off_by_default() {
 async fn health_and_reflection_are_served() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = node_config(dir.path(), "org-e", 1.0, 1.0, false, 60);
-    let text = std::fs::read_to_string(&config).expect("config");
-    std::fs::write(&config, format!("{text}[access]\nreflection = true\n")).expect("write");
+    add_access(&config, "reflection = true\n");
     let node = NodeProcess::start(&config);
     assert_success(&run(
         "dpagg-node",
@@ -983,13 +983,7 @@ async fn list_learners_pages_through_every_release_once() {
 #[tokio::test]
 async fn training_stops_at_the_nodes_time_limit() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = node_config(dir.path(), "org-t", 10.0, 2.0, true, 60);
-    let text = std::fs::read_to_string(&config).expect("config");
-    std::fs::write(
-        &config,
-        format!("{text}max_training_seconds = 1\nallow_unproven = true\n"),
-    )
-    .expect("write");
+    let config = one_second_node_config(dir.path(), "org-t");
     let node = NodeProcess::start(&config);
     let mut c = client(&node).await;
     let mut endless = spec(1.0, 0.01);

@@ -281,21 +281,38 @@ fn identities_signatures_and_reports_are_checked_end_to_end() {
     assert_eq!(r["signed_by"], "aggregator");
     assert!(ledger().contains("1 release(s)"), "{}", ledger());
     let report_path = agg.join("report/report.json");
-    let verify = |path: &Path| {
-        run(
-            "dpagg-aggregator",
-            &[
-                "verify",
-                path.to_str().expect("utf8"),
-                "--signing-keys",
-                keys.to_str().expect("utf8"),
-            ],
-            d,
-        )
+    let verify_as = |path: &Path, signer: &[&str]| {
+        let mut args = vec![
+            "verify",
+            path.to_str().expect("utf8"),
+            "--signing-keys",
+            keys.to_str().expect("utf8"),
+        ];
+        args.extend_from_slice(signer);
+        run("dpagg-aggregator", &args, d)
     };
+    let verify = |path: &Path| verify_as(path, &[]);
     let out = verify(&report_path);
     assert_success(&out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("valid: 1 signed release(s)"));
+
+    // A report signed by another member is valid as a signature, but not as the aggregator's:
+    // `verify --signer` tells them apart (issue 23).
+    let config = aggregator_config(&as_org2, &fed.join("org-2"), &[node.https_url()], "");
+    assert_success(&run_aggregator(&as_org2, &config));
+    let by_org_2 = as_org2.join("report/report.json");
+    assert_success(&verify(&by_org_2));
+    let out = verify_as(&by_org_2, &["--signer", "aggregator"]);
+    assert!(
+        !out.status.success(),
+        "org-2's report is not the aggregator's"
+    );
+    assert!(
+        stderr(&out).contains("signed by \"org-2\", not by \"aggregator\""),
+        "{}",
+        stderr(&out)
+    );
+    assert_success(&verify_as(&report_path, &["--signer", "aggregator"]));
 
     // Modified reports are rejected: a number of the report, or the release bytes.
     let mut changed = r.clone();
