@@ -9,8 +9,9 @@
 //! Gaussian mechanism with standard deviation σ, has the RDP curve α·Δ²/(2σ²) (Mironov 2017,
 //! Proposition 7) — what the ledger composes. On the grid:
 //!
-//! 1. g is the largest power of two ≤ 2^{−20}·min(σ, Δ/√d): a function of the public σ, Δ and
-//!    d only, never of the data ([`GridGaussian::new`]).
+//! 1. g is the largest power of two ≤ 2^{−20}·min(σ, Δ/√d), raised if needed to the smallest
+//!    power of two ≥ B·2^{−52} (so that |x/g| ≤ 2^52 for the clamped values below): a function
+//!    of the public σ, Δ, d and B only, never of the data ([`GridGaussian::new`]).
 //! 2. Each coordinate is clamped to the public [−B, B] (1-Lipschitz, so ‖·‖₂ distances do not
 //!    grow) and rounded: c_j = round(x_j/g) ∈ ℤ (x_j/g is exact: g is a power of two).
 //! 3. Z_j ~ N_ℤ(0, s²) independently, with **s = (σ/Δ)·(Δ/g + √d)**, and the release is
@@ -29,7 +30,8 @@
 //!
 //! **Cost in utility.** By the choice of g, g·√d/Δ ≤ 2^{−20}, so the released noise has standard
 //! deviation g·s = σ·(1 + g√d/Δ) ≤ σ·(1 + 2^{−20}), and rounding moves a value by at most
-//! g/2 ≤ 2^{−21}σ.
+//! g/2 ≤ 2^{−21}σ — unless B is more than 2^{32} times min(σ, Δ/√d) and g had to be raised,
+//! when both costs grow with g (the guarantee does not change).
 //!
 //! **Exact arithmetic.** s² is computed in f64 with a relative margin of 2^{−40}, far above the
 //! rounding of the few operations that compute it (each ≤ 2^{−53} relative), so the exact
@@ -40,12 +42,13 @@
 //! [2^{−1000}, 2^{900}] so that the product is normal.
 //!
 //! **Refusals** (typed, from the public parameters only): σ, Δ or B not finite and positive,
-//! d = 0, s above 2^48 or B/g above 2^52 (beyond what the integers above support exactly), a
-//! grid outside [2^{−1000}, 2^{900}]; a NaN value at release time.
+//! d = 0, s above 2^48 (beyond what the integers above support exactly), a grid outside
+//! [2^{−1000}, 2^{900}]; a NaN value at release time.
 
 use super::DiscreteError;
 use super::gaussian::DiscreteGaussian;
 use crate::privacy::noise::NoiseSource;
+use crate::privacy::snapping::power_of_two_at_least;
 
 /// g ≤ 2^{−GRID_BITS}·min(σ, Δ/√d).
 pub const GRID_BITS: i32 = 20;
@@ -53,7 +56,7 @@ pub const GRID_BITS: i32 = 20;
 /// The largest s (in grid cells) allowed.
 pub const MAX_CELL_SIGMA: f64 = (1u64 << 48) as f64;
 
-/// The largest B/g allowed (so |c| ≤ 2^52).
+/// The largest B/g (so |c| ≤ 2^52): g is raised to keep it.
 pub const MAX_BOUND_CELLS: f64 = (1u64 << 52) as f64;
 
 /// |c + Z| is clamped to 2^53 (exact in f64).
@@ -121,15 +124,16 @@ impl GridGaussian {
         }
         let root_d = (coordinates as f64).sqrt();
         let scale = 2f64.powi(-GRID_BITS) * std.min(sensitivity / root_d);
-        let grid = power_of_two_at_most(scale).unwrap_or(0.0);
+        // Raised when needed so that B/g ≤ 2^52 (B/2^52 is exact; 0 when it is subnormal).
+        let floor = power_of_two_at_least(bound / MAX_BOUND_CELLS).unwrap_or(0.0);
+        let grid = power_of_two_at_most(scale).unwrap_or(0.0).max(floor);
         if !(grid >= 2f64.powi(-1000) && grid <= 2f64.powi(900)) {
             return Err(DiscreteError::OutOfRange {
                 what: "grid",
-                value: scale,
+                value: grid.max(scale),
                 limit: 2f64.powi(900),
             });
         }
-        at_most("bound in grid cells", bound / grid, MAX_BOUND_CELLS)?;
         let cells = sensitivity / grid + root_d;
         let ratio = std / sensitivity;
         let cell_sigma = ratio * cells;
@@ -257,6 +261,17 @@ mod tests {
     }
 
     #[test]
+    fn a_bound_far_above_the_noise_raises_the_grid_and_keeps_the_guarantee() {
+        // B = 2^40·σ: 2^{-20}σ would put B at 2^60 cells; g is raised to B·2^{-52} = 2^{-12}.
+        let m = GridGaussian::new(1.0, 1.0, 4, 2f64.powi(40)).expect("valid");
+        assert_eq!(m.grid(), 2f64.powi(-12));
+        assert!(pays_for_rounding(m.cell_variance(), 1.0, 1.0, m.grid()));
+        let mut rng = NoiseSource::seeded(720);
+        let y = m.sample(2f64.powi(41), &mut rng).expect("sample");
+        assert!(on_grid(y, m.grid()) && (y - 2f64.powi(40)).abs() < 10.0);
+    }
+
+    #[test]
     fn outputs_are_exact_multiples_of_the_grid_within_reach_of_the_clamp() {
         let m = GridGaussian::new(0.01, 1.0, 9, 2.0).expect("valid");
         let mut rng = NoiseSource::seeded(700);
@@ -315,11 +330,6 @@ mod tests {
         // σ far above Δ: s = σ/Δ·(…) beyond 2^48 cells.
         assert!(matches!(
             GridGaussian::new(1e20, 1.0, 1, 1.0),
-            Err(DiscreteError::OutOfRange { .. })
-        ));
-        // A bound 2^40 times the noise: B/g beyond 2^52.
-        assert!(matches!(
-            GridGaussian::new(1.0, 1.0, 1, 2f64.powi(40)),
             Err(DiscreteError::OutOfRange { .. })
         ));
         // A grid below 2^-1000.
