@@ -119,7 +119,7 @@ impl DataKind {
                 "Laplace mechanism on (n_k, sum u, sum triu(uu^T)) with l1 global sensitivity (seed 002 slides 15-18), snapped (Mironov 2012 Thm 1)"
             }
             Self::MomentsGaussian => {
-                "Gaussian mechanism on (n_k, sum u, sum triu(uu^T)) with l2 global sensitivity, RDP (Mironov 2017 Prop 7)"
+                "Gaussian mechanism on (n_k, sum u, sum triu(uu^T)) with l2 global sensitivity, RDP (Mironov 2017 Prop 7), as exact discrete Gaussian noise on a public grid (Canonne, Kamath & Steinke 2020)"
             }
             Self::Histogram => {
                 "Laplace mechanism on histograms, GS_hist = 2 per histogram (seed 002 slide 18), snapped (Mironov 2012 Thm 1)"

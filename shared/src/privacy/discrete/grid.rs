@@ -207,7 +207,7 @@ impl GridGaussian {
 #[cfg(test)]
 mod tests {
     use super::super::rational::Ratio;
-    use super::super::testing::{chi_square_by_cdf, discrete_gaussian_cdf, edges_for, on_grid};
+    use super::super::testing::{grid_chi_square, on_grid};
     use super::*;
     use num_bigint::BigUint;
 
@@ -289,24 +289,19 @@ mod tests {
         }
     }
 
-    fn cell_noise(m: &GridGaussian, x: f64, seed: u64) -> Vec<i128> {
-        let mut rng = NoiseSource::seeded(seed);
-        let c = i128::from(m.cells(x).expect("cells"));
-        (0..30_000)
-            .map(|_| (m.sample(x, &mut rng).expect("sample") / m.grid()) as i128 - c)
-            .collect()
-    }
-
     #[test]
     fn noise_is_the_discrete_gaussian_of_the_stated_variance_and_half_is_caught() {
         let m = GridGaussian::new(0.5, 1.0, 3, 10.0).expect("valid");
-        let cdf = discrete_gaussian_cdf(m.cell_variance());
-        let step = (m.cell_variance().sqrt() / 4.0) as i128;
-        let edges = edges_for(&cdf, 30_000, -20 * step, step);
-        let p = chi_square_by_cdf(&cell_noise(&m, 0.37, 710), &edges, &cdf);
+        let draw = |m: &GridGaussian, seed: u64| -> Vec<f64> {
+            let mut rng = NoiseSource::seeded(seed);
+            (0..30_000)
+                .map(|_| m.sample(0.37, &mut rng).expect("sample"))
+                .collect()
+        };
+        let p = grid_chi_square(&m, 0.37, &draw(&m, 710));
         assert!(p > 1e-3, "p = {p}");
         let mutant = m.with_cell_variance(m.cell_variance() / 4.0);
-        let p = chi_square_by_cdf(&cell_noise(&mutant, 0.37, 711), &edges, &cdf);
+        let p = grid_chi_square(&m, 0.37, &draw(&mutant, 711));
         assert!(p < 1e-6, "mutant p = {p}");
     }
 

@@ -2,6 +2,7 @@
 //! discrete Laplace and discrete Gaussian computed in f64 from their closed forms — shared by the
 //! tests of the samplers and of every release that uses them.
 
+use super::GridGaussian;
 use crate::privacy::noise::NoiseSource;
 use statrs::distribution::{ChiSquared, ContinuousCDF, Normal};
 
@@ -71,6 +72,22 @@ pub(crate) fn chi_square_by_cdf(
     }
     let df = edges.len() as f64;
     1.0 - ChiSquared::new(df).expect("df > 0").cdf(stat)
+}
+
+/// The p-value of the χ² test of `outputs` of `m` at input `x` against the law it states:
+/// g·(c + Z) with c = round(clamp(x)/g) and Z ~ N_ℤ(0, s²) (cells of s/4 over ±5s, tails merged).
+/// Outputs of another mechanism (a mutant) are read on `m`'s grid, rounded.
+pub(crate) fn grid_chi_square(m: &GridGaussian, x: f64, outputs: &[f64]) -> f64 {
+    let c = i128::from(m.cells(x).expect("not NaN"));
+    let noise: Vec<i128> = outputs
+        .iter()
+        .map(|&y| (y / m.grid()).round() as i128 - c)
+        .collect();
+    let cdf = discrete_gaussian_cdf(m.cell_variance());
+    let sigma = m.cell_variance().sqrt();
+    let step = ((sigma / 4.0) as i128).max(1);
+    let edges = edges_for(&cdf, outputs.len(), -((5.0 * sigma) as i128) - 2, step);
+    chi_square_by_cdf(&noise, &edges, &cdf)
 }
 
 /// The CDF of Lap_ℤ(t): P(Z ≤ z) = r^{−z}/(1 + r) for z < 0 and 1 − r^{z+1}/(1 + r) for z ≥ 0,

@@ -37,12 +37,17 @@
 //!   bound B = max_rows (which bounds every coordinate when n ≤ max_rows): **ε-DP** (δ = 0), the
 //!   floating-point price paid inside ε. Under the theorem's assumptions (IEEE-754, an accurate
 //!   `ln`).
-//! - [`MomentNoise::Gaussian`]: N(0, (z·ℓ₂)²) on every coordinate with the noise multiplier z the
-//!   accountant calibrates for one step of the Gaussian mechanism at (ε, δ)
+//! - [`MomentNoise::Gaussian`]: the Gaussian mechanism with standard deviation σ = z·ℓ₂, z the
+//!   noise multiplier the accountant calibrates for one step at (ε, δ)
 //!   ([`crate::privacy::accounting::calibrate_sigma`] with q = 1, one step); its RDP curve
-//!   α/(2z²) (Mironov 2017, Proposition 7) is what the ledger composes. **(ε, δ)-DP.** The
-//!   Gaussian draw is an f64 computation, not snapped (the floating-point caveat of
-//!   ARCHITECTURE.md applies).
+//!   α/(2z²) (Mironov 2017, Proposition 7) is what the ledger composes. **(ε, δ)-DP.** The noise
+//!   is exact: the 2K coordinates, clamped to ±max_rows, go through
+//!   [`crate::privacy::discrete::GridGaussian`] — rounded to a public power-of-two grid g and
+//!   perturbed by independent discrete Gaussians (Canonne, Kamath & Steinke 2020, Algorithm 3)
+//!   of standard deviation (σ/ℓ₂)·(ℓ₂/g + √(2K)) grid cells, which pays for the rounding so
+//!   that the curve α·ℓ₂²/(2σ²) = α/(2z²) holds unchanged (the argument is in
+//!   [`crate::privacy::discrete::grid`]). Every output is an exact multiple of g; there is no
+//!   floating-point leak.
 //!
 //! **Post-processing** (no further privacy cost), per class with ñ the noisy count and
 //! n̄ = max(ñ, 1): the sum of clipped raw values c_j·ñ + r_j·S̃_j; the mean c_j + r_j·m_j with
@@ -59,11 +64,10 @@
 use super::{InputError, check_features, check_max_rows, check_rows};
 use crate::data::schema::FeatureSpec;
 use crate::privacy::accounting::{AccountingError, RdpCurve, calibrate_sigma, dp_sgd_curve};
+use crate::privacy::discrete::{DiscreteError, GridGaussian};
 use crate::privacy::guarantee::PrivacyGuarantee;
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::snapping::{SnappingError, VectorCalibration, calibrate_vector};
-use rand::RngExt;
-use rand_distr::StandardNormal;
 
 /// Bits of the quantisation of u: q = round(2^11·u).
 pub const MOMENT_QUANT_BITS: i32 = 11;
@@ -75,7 +79,8 @@ const QUANT: f64 = (1u64 << MOMENT_QUANT_BITS) as f64;
 pub enum MomentNoise {
     /// Snapped Laplace with ℓ₁ sensitivity: ε-DP.
     Laplace,
-    /// Gaussian with ℓ₂ sensitivity: (ε, δ)-DP with an RDP curve.
+    /// Gaussian with ℓ₂ sensitivity, exact discrete noise on a grid: (ε, δ)-DP with an RDP
+    /// curve.
     Gaussian,
 }
 
@@ -117,6 +122,9 @@ pub enum MomentsError {
     /// The Gaussian noise could not be calibrated.
     #[error("calibrating the Gaussian noise: {0}")]
     Accounting(#[from] AccountingError),
+    /// The discrete Gaussian on the grid refused its parameters.
+    #[error("discrete Gaussian noise: {0}")]
+    Discrete(#[from] DiscreteError),
 }
 
 /// The calibrated noise.
@@ -130,6 +138,8 @@ enum Noise {
         std: f64,
         /// α/(2z²).
         curve: RdpCurve,
+        /// The release of every coordinate: discrete Gaussian noise on a grid.
+        grid: GridGaussian,
     },
 }
 
@@ -183,6 +193,24 @@ pub fn l2_sensitivity(d: usize) -> f64 {
     same_class.max(class_change)
 }
 
+/// The Gaussian noise of multiplier z for d features: σ = z·ℓ₂ on the 2K coordinates, each
+/// within ±max_rows, released on a grid with discrete Gaussian noise (module docs).
+fn gaussian_noise(multiplier: f64, d: usize, max_rows: usize) -> Result<Noise, MomentsError> {
+    let std = multiplier * l2_sensitivity(d);
+    let grid = GridGaussian::new(
+        std,
+        l2_sensitivity(d),
+        2 * coordinates_per_class(d),
+        max_rows as f64,
+    )?;
+    Ok(Noise::Gaussian {
+        multiplier,
+        std,
+        curve: dp_sgd_curve(1.0, multiplier, 1)?,
+        grid,
+    })
+}
+
 impl MomentsPlan {
     /// Calibrates the release for the schema's bounds and `params`.
     pub fn new(features: &[FeatureSpec], params: MomentsParams) -> Result<Self, MomentsError> {
@@ -217,11 +245,7 @@ impl MomentsPlan {
                     });
                 }
                 let multiplier = calibrate_sigma(1.0, 1, params.epsilon, params.delta)?;
-                Noise::Gaussian {
-                    multiplier,
-                    std: multiplier * l2_sensitivity(d),
-                    curve: dp_sgd_curve(1.0, multiplier, 1)?,
-                }
+                gaussian_noise(multiplier, d, params.max_rows)?
             }
         };
         Ok(Self {
@@ -245,7 +269,9 @@ impl MomentsPlan {
         }
     }
 
-    /// The noise on each coordinate: the Laplace scale λ, or the Gaussian standard deviation.
+    /// The noise on each coordinate: the Laplace scale λ, or the Gaussian mechanism's standard
+    /// deviation σ = z·ℓ₂ (the discrete noise on the grid has standard deviation
+    /// [`GridGaussian::noise_std`] ≤ σ·(1 + 2^{−20}), its curve that of σ).
     pub fn noise_scale(&self) -> f64 {
         match &self.noise {
             Noise::Laplace(c) => c.mechanism.scale(),
@@ -258,6 +284,14 @@ impl MomentsPlan {
         match &self.noise {
             Noise::Laplace(c) => Some(c),
             Noise::Gaussian { .. } => None,
+        }
+    }
+
+    /// The grid release of the coordinates (Gaussian only).
+    pub fn grid(&self) -> Option<&GridGaussian> {
+        match &self.noise {
+            Noise::Laplace(_) => None,
+            Noise::Gaussian { grid, .. } => Some(grid),
         }
     }
 
@@ -332,10 +366,8 @@ impl MomentsPlan {
             *noisy = t
                 .iter()
                 .map(|&x| match &self.noise {
-                    Noise::Laplace(c) => c.mechanism.sample(x, rng),
-                    Noise::Gaussian { std, .. } => {
-                        Ok(x + std * rng.sample::<f64, _>(StandardNormal))
-                    }
+                    Noise::Laplace(c) => c.mechanism.sample(x, rng).map_err(MomentsError::from),
+                    Noise::Gaussian { grid, .. } => grid.sample(x, rng).map_err(MomentsError::from),
                 })
                 .collect::<Result<_, _>>()?;
         }
@@ -417,15 +449,9 @@ impl MomentsPlan {
                 .expect("valid"),
                 achieved: 2.0 * c.achieved,
             }),
-            Noise::Gaussian {
-                multiplier,
-                std,
-                curve,
-            } => Noise::Gaussian {
-                multiplier: multiplier / 2.0,
-                std: std / 2.0,
-                curve: curve.clone(),
-            },
+            Noise::Gaussian { multiplier, .. } => {
+                gaussian_noise(multiplier / 2.0, self.dim(), self.params.max_rows).expect("valid")
+            }
         };
         p
     }

@@ -2,10 +2,10 @@
 //! stated laws (each with an under-noised mutant), post-processing and input errors.
 
 use super::*;
+use crate::privacy::discrete::testing::{grid_chi_square, on_grid};
 use crate::privacy::guarantee::NeighbourRelation;
 use crate::privacy::snapping::testing::snapped_chi_square;
-use crate::util::stats::ks_test;
-use statrs::distribution::{ContinuousCDF, Normal};
+use rand::RngExt;
 
 fn features() -> Vec<FeatureSpec> {
     // Half-widths 4 and 2 (powers of two): raw ↔ unit conversions are exact.
@@ -47,16 +47,6 @@ fn dataset() -> (Vec<Vec<f64>>, Vec<bool>) {
 }
 
 const DRAWS: usize = 20_000;
-
-/// Noisy minus exact of coordinates `at` of the positive class, over many releases.
-fn noise_of(p: &MomentsPlan, at: usize, seed: u64) -> Vec<f64> {
-    let (rows, labels) = dataset();
-    let exact = p.exact(&rows, &labels).expect("exact");
-    let mut rng = NoiseSource::seeded(seed);
-    (0..DRAWS)
-        .map(|_| p.perturb(&exact, &mut rng).expect("perturb")[1][at] - exact[1][at])
-        .collect()
-}
 
 /// Outputs (not minus exact) of coordinate `at` of the positive class.
 fn outputs_of(p: &MomentsPlan, at: usize, seed: u64) -> (f64, Vec<f64>) {
@@ -118,16 +108,20 @@ fn half_noise_laplace_mutant_fails_the_same_chi_square_test() {
 }
 
 #[test]
-fn gaussian_noise_is_normal_at_the_stated_scale_and_half_noise_is_caught() {
+fn gaussian_noise_is_the_discrete_gaussian_on_the_grid_and_half_noise_is_caught() {
     let p = plan(MomentNoise::Gaussian);
-    let normal = Normal::new(0.0, p.noise_scale()).expect("normal");
+    let grid = p.grid().expect("gaussian");
+    // The grid and the noise in cells are those of the stated σ = z·ℓ₂.
+    assert!(grid.noise_std() >= p.noise_scale());
+    assert!(grid.noise_std() <= p.noise_scale() * (1.0 + 2f64.powi(-19)));
     for (at, seed) in [(0, 5), (2, 6), (9, 7)] {
-        let noise = noise_of(&p, at, seed);
-        let pv = ks_test(&noise, |x| normal.cdf(x)).p_value;
+        let (x, outputs) = outputs_of(&p, at, seed);
+        assert!(outputs.iter().all(|&y| on_grid(y, grid.grid())));
+        let pv = grid_chi_square(grid, x, &outputs);
         assert!(pv > 1e-3, "coordinate {at}: p = {pv}");
     }
-    let mutant = noise_of(&p.halved(), 2, 8);
-    let pv = ks_test(&mutant, |x| normal.cdf(x)).p_value;
+    let (x, mutant) = outputs_of(&p.halved(), 2, 8);
+    let pv = grid_chi_square(grid, x, &mutant);
     assert!(pv < 1e-6, "mutant p = {pv}");
 }
 
