@@ -134,7 +134,7 @@ impl DataKind {
                 "MVN synthetic data without added noise, Theorem 3.2 with Prop. 2.4 (seed 003, Miura et al.), after propose-test-release of the eigenvalue assumption (Dwork & Lei 2009)"
             }
             Self::MvnSyntheticGaussian => {
-                "MVN synthetic data from a mean and second moment perturbed by the Gaussian mechanism (RDP, Mironov 2017 Prop 7); sampling is post-processing"
+                "MVN synthetic data from a mean and second moment perturbed by the Gaussian mechanism (RDP, Mironov 2017 Prop 7) as exact discrete Gaussian noise on a public grid (Canonne, Kamath & Steinke 2020); sampling is post-processing"
             }
         }
     }
