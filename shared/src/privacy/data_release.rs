@@ -125,7 +125,7 @@ impl DataKind {
                 "Laplace mechanism on histograms, GS_hist = 2 per histogram (seed 002 slide 18), snapped (Mironov 2012 Thm 1)"
             }
             Self::SmoothMedian => {
-                "Median with smooth sensitivity, beta = eps/(2 ln(2/delta)), Lap(2S*/eps) (seed 002 slides 24-27; Nissim, Raskhodnikova & Smith 2007)"
+                "Median with smooth sensitivity, beta = eps/(2 ln(2/delta)), Lap(2S*/eps) as exact discrete Laplace noise on a public grid (seed 002 slides 24-27; Nissim, Raskhodnikova & Smith 2007; Canonne, Kamath & Steinke 2020)"
             }
             Self::SampleAggregate => {
                 "Sample-and-aggregate of a logistic-regression fit, smooth-sensitivity median per coordinate (seed 002 last slides; NRS 2007 sec. 4)"
