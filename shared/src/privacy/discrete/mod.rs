@@ -27,10 +27,9 @@
 //!   mechanism's RDP curve — what the ledger composes — holds unchanged.
 //!
 //! **Assumptions.** The [`crate::privacy::noise::NoiseSource`] is a CSPRNG on release paths
-//! (invariant 4); nothing else. Running time is random (geometric numbers of rounds) but does
-//! not depend on the data in any way the output does not already reveal: each sample's loop
-//! depends only on the noise parameters and the noise drawn. (Timing side channels are out of
-//! scope, as for every mechanism here.)
+//! (invariant 4); nothing else. Running time is random (geometric numbers of rounds) and depends
+//! on the noise parameters — for the smooth median, on its data-dependent scale — and on the
+//! noise drawn: timing side channels are out of scope, as for every mechanism here.
 //!
 //! The neighbour relation is the caller's: every mechanism in dpagg that uses these samplers is
 //! stated under replace-one, with the sensitivities its own module derives.
