@@ -119,13 +119,13 @@ impl DataKind {
                 "Laplace mechanism on (n_k, sum u, sum triu(uu^T)) with l1 global sensitivity (seed 002 slides 15-18), snapped (Mironov 2012 Thm 1)"
             }
             Self::MomentsGaussian => {
-                "Gaussian mechanism on (n_k, sum u, sum triu(uu^T)) with l2 global sensitivity, RDP (Mironov 2017 Prop 7)"
+                "Gaussian mechanism on (n_k, sum u, sum triu(uu^T)) with l2 global sensitivity, RDP (Mironov 2017 Prop 7), as exact discrete Gaussian noise on a public grid (Canonne, Kamath & Steinke 2020)"
             }
             Self::Histogram => {
                 "Laplace mechanism on histograms, GS_hist = 2 per histogram (seed 002 slide 18), snapped (Mironov 2012 Thm 1)"
             }
             Self::SmoothMedian => {
-                "Median with smooth sensitivity, beta = eps/(2 ln(2/delta)), Lap(2S*/eps) (seed 002 slides 24-27; Nissim, Raskhodnikova & Smith 2007)"
+                "Median with smooth sensitivity, beta = eps/(2 ln(2/delta)), Lap(2S*/eps) as exact discrete Laplace noise on a public grid (seed 002 slides 24-27; Nissim, Raskhodnikova & Smith 2007; Canonne, Kamath & Steinke 2020)"
             }
             Self::SampleAggregate => {
                 "Sample-and-aggregate of a logistic-regression fit, smooth-sensitivity median per coordinate (seed 002 last slides; NRS 2007 sec. 4)"
@@ -134,7 +134,7 @@ impl DataKind {
                 "MVN synthetic data without added noise, Theorem 3.2 with Prop. 2.4 (seed 003, Miura et al.), after propose-test-release of the eigenvalue assumption (Dwork & Lei 2009)"
             }
             Self::MvnSyntheticGaussian => {
-                "MVN synthetic data from a mean and second moment perturbed by the Gaussian mechanism (RDP, Mironov 2017 Prop 7); sampling is post-processing"
+                "MVN synthetic data from a mean and second moment perturbed by the Gaussian mechanism (RDP, Mironov 2017 Prop 7) as exact discrete Gaussian noise on a public grid (Canonne, Kamath & Steinke 2020); sampling is post-processing"
             }
         }
     }

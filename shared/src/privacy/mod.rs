@@ -8,6 +8,9 @@
 //!   paths, seeded only in tests and simulations; invariant 4).
 //! - [`snapping`]: Mironov's snapping mechanism — Laplace noise in f64 that does not leak through
 //!   its least significant bits (what output perturbation releases).
+//! - [`discrete`]: exact discrete Laplace and Gaussian samplers (Canonne, Kamath & Steinke
+//!   2020) and the Gaussian mechanism on a public power-of-two grid: noise with no
+//!   floating-point leak (the Gaussian data releases and the propose-test-release step).
 //! - [`mechanism`]: private learners as values that carry their guarantee, one file each, and
 //!   [`mechanism::MechanismKind`], the names users give them.
 //! - [`accounting`]: RDP curves and the composition of a node's charges (its ledger rule).
@@ -20,6 +23,7 @@
 
 pub mod accounting;
 pub mod data_release;
+pub mod discrete;
 pub mod guarantee;
 pub mod mechanism;
 pub mod noise;

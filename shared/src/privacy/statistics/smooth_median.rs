@@ -27,24 +27,48 @@
 //! under **replace-one** (smooth sensitivity is defined over Hamming distance on datasets of a
 //! fixed size n, slide 9's dist_H, Definition 16.4).
 //!
+//! **Exact discrete noise (issue 23, item 4).** Laplace noise drawn in f64 leaks through its
+//! low-order bits (Mironov, CCS 2012), and snapping does not apply (its Theorem 1 is for a fixed
+//! scale; here the scale depends on the data). The release is therefore made on a public grid
+//! ([`grid`]): the median in integer cells c = round((med − c₀)/g) of a power of two
+//! g ≈ (hi − lo)·2^{−50}, plus the **discrete Laplace** Z ~ Lap_ℤ(t) (Canonne, Kamath & Steinke
+//! 2020, Algorithm 2, sampled exactly: [`crate::privacy::discrete::DiscreteLaplace`]) with
+//! t = ((S′/g + 2)/α)·(1 + 2^{−40}) cells, S′ = max(S*, (hi − lo)·2^{−30}) and α = ε/2; the
+//! value released is c₀ + (c + Z)·g. In the values' units the scale is ≈ 2S′/ε, as before up to a
+//! relative 2^{−19}. **Why (ε, δ) still holds:** S′ is a β-smooth upper bound on the local
+//! sensitivity (a floor keeps smoothness); centring and rounding add at most 2 cells to the
+//! shift, which the "+ 2" pays for, so neighbours' laws are discrete Laplaces whose centres are
+//! at most α·t apart (in units of the first's scale t) with scales within a factor e^{β} (plus
+//! 2^{−40} for f64 rounding) — NRS's two conditions, on ℤ. Those two discrete laws are within a
+//! factor e^{±1/t_min} of the continuous Laplaces with the same centres and scales (after
+//! spreading each integer uniformly over its cell, which changes no divergence), with
+//! t_min = 2^{20}/α; so the hockey-stick divergence at ε is at most e^{a}·δ_c(ε − 2a) with
+//! a = 1/t_min and δ_c the continuous certificate ([`exact_delta::discrete_delta`], proof there).
+//! That is the δ the range check below certifies.
+//!
 //! **Range of validity (issue 23).** The admissibility of Laplace holds for small ε only;
-//! [`exact_delta`] computes the δ that can be certified at the requested ε, and a release
+//! [`exact_delta`] computes the δ that can be certified at the requested ε — for the discrete
+//! release, [`exact_delta::discrete_delta`], never below the continuous value — and a release
 //! whose certified δ exceeds the stated one is refused ([`SmoothMedianError::OutsideProof`])
 //! from public quantities, before any value is read (about ε ≤ 4.9 per median at δ = 10⁻⁶).
 //! Sample-and-aggregate inherits the check per coordinate.
 //!
 //! **Assumptions and gaps:** n ≥ 1 is public (replace-one); values are clipped to [lo, hi]
-//! (a NaN is refused). The noise is Laplace drawn in f64 ([`crate::privacy::snapping::laplace_f64`],
-//! exact uniform over doubles) but **not snapped**: the snapping mechanism's Theorem 1 is for a
-//! fixed scale, and here the scale depends on the data, so Mironov's floating-point attack is
-//! not excluded for this release (the proof assumes real arithmetic).
+//! (a NaN is refused); bounds with (hi − lo)·2^{−50} below 2^{−1000} or an infinite width, and
+//! an ε so small that t could exceed 2^{100} cells, are refused from public quantities. S* is
+//! computed in f64: its smoothness and upper-bound properties are those of the real S* up to a
+//! relative error far below the 2^{−40} margins above (the tests check them with 10^{−12}
+//! slack). The noise itself is exact; the last step, c₀ + (c + Z)·g in f64, is a deterministic
+//! function of the integer c + Z.
 
 pub mod exact_delta;
+pub mod grid;
 
+use crate::privacy::discrete::DiscreteLaplace;
 use crate::privacy::guarantee::PrivacyGuarantee;
 use crate::privacy::noise::NoiseSource;
-use crate::privacy::snapping::laplace_f64;
-use crate::util::num::Short;
+use crate::util::num::{Num, Short};
+use grid::MedianGrid;
 
 /// Why a smooth-sensitivity median cannot be released.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -58,6 +82,15 @@ pub enum SmoothMedianError {
     /// The bounds are not finite with lo < hi.
     #[error("bounds [{0}, {1}] must be finite with lo < hi")]
     InvalidBounds(f64, f64),
+    /// The width hi − lo is outside what the release's grid supports.
+    #[error(
+        "bounds [{}, {}]: hi − lo must be finite with (hi − lo)·2^-50 ≥ 2^-1000 for the release's grid",
+        Num(*.0), Num(*.1)
+    )]
+    UnsupportedBounds(f64, f64),
+    /// ε is so small that the discrete noise could exceed 2^100 grid cells.
+    #[error("epsilon {} is too small for exact discrete noise (over 2^100 grid cells)", Num(*.0))]
+    EpsilonTooSmall(f64),
     /// No values.
     #[error("no values: the median of an empty dataset is undefined")]
     Empty,
@@ -103,9 +136,11 @@ impl SmoothMedianParams {
         if !(self.lo.is_finite() && self.hi.is_finite() && self.lo < self.hi) {
             return Err(SmoothMedianError::InvalidBounds(self.lo, self.hi));
         }
-        // NRS 2007's admissibility of Laplace holds for small ε only (issue 23): the real δ is
-        // computed and must not exceed the stated one (1e-9 relative slack for rounding).
-        let actual = exact_delta::exact_delta(self.epsilon, self.beta());
+        let grid = MedianGrid::new(self)?;
+        // NRS 2007's admissibility of Laplace holds for small ε only (issue 23): the real δ of
+        // the discrete release is computed and must not exceed the stated one (1e-9 relative
+        // slack for rounding).
+        let actual = exact_delta::discrete_delta(self.epsilon, self.beta(), grid.min_scale_cells());
         if actual > self.delta * (1.0 + 1e-9) {
             return Err(SmoothMedianError::OutsideProof {
                 epsilon: self.epsilon,
@@ -120,6 +155,12 @@ impl SmoothMedianParams {
     /// quantities only, before any value is read.
     pub fn check(&self) -> Result<(), SmoothMedianError> {
         self.validate()
+    }
+
+    /// The public grid of the release (module docs), for valid parameters.
+    pub fn grid(&self) -> Result<MedianGrid, SmoothMedianError> {
+        self.validate()?;
+        MedianGrid::new(self)
     }
 
     /// β = ε/(2 ln(2/δ)) (NRS 2007 §2, Laplace's admissibility; seed 002 slide 26's smoothing).
@@ -178,7 +219,8 @@ pub fn smooth_sensitivity(sorted: &[f64], lo: f64, hi: f64, beta: f64) -> f64 {
 /// A released median with its guarantee.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SmoothMedian {
-    /// The noisy median, median + Lap(2S*/ε), not clamped (see [`SmoothMedian::clamped`]).
+    /// The noisy median c₀ + (c + Z)·g (module docs), not clamped (see
+    /// [`SmoothMedian::clamped`]).
     pub value: f64,
     /// The guarantee: (ε, δ)-DP under replace-one.
     pub guarantee: PrivacyGuarantee,
@@ -191,38 +233,111 @@ impl SmoothMedian {
     }
 }
 
-/// The Laplace scale 2·S*(x)/ε of the release for `values` (seed 002 slide 26; NRS 2007 §2
-/// with Laplace's α = ε/2).
-pub fn noise_scale(values: &[f64], params: &SmoothMedianParams) -> Result<f64, SmoothMedianError> {
-    params.validate()?;
-    let x = clipped_sorted(values, params.lo, params.hi)?;
-    Ok(2.0 * smooth_sensitivity(&x, params.lo, params.hi, params.beta()) / params.epsilon)
+/// What a release of `values` perturbs: the grid, the median in cells c and the discrete
+/// Laplace scale t in cells (module docs).
+struct Planned {
+    grid: MedianGrid,
+    cells: i128,
+    scale_cells: f64,
 }
 
-/// Releases the median of `values` clipped to [lo, hi]: median + Lap(2·S*(x)/ε), β = ε/(2 ln(2/δ));
-/// (ε, δ)-DP under replace-one (module docs).
+fn plan(values: &[f64], params: &SmoothMedianParams) -> Result<Planned, SmoothMedianError> {
+    let grid = params.grid()?;
+    let x = clipped_sorted(values, params.lo, params.hi)?;
+    let med = median(&x).ok_or(SmoothMedianError::Empty)?;
+    let smooth = smooth_sensitivity(&x, params.lo, params.hi, params.beta());
+    Ok(Planned {
+        grid,
+        cells: grid.cells(med),
+        scale_cells: grid.scale_cells(smooth),
+    })
+}
+
+/// The discrete Laplace scale of the release for `values` in the values' units, g·t ≈
+/// 2·max(S*(x), (hi − lo)·2^{−30})/ε (seed 002 slide 26; NRS 2007 §2 with Laplace's α = ε/2;
+/// module docs).
+pub fn noise_scale(values: &[f64], params: &SmoothMedianParams) -> Result<f64, SmoothMedianError> {
+    let p = plan(values, params)?;
+    Ok(p.scale_cells * p.grid.grid())
+}
+
+/// Releases the median of `values` clipped to [lo, hi] on the public grid with exact discrete
+/// Laplace noise of scale ≈ 2·S*(x)/ε, β = ε/(2 ln(2/δ)); (ε, δ)-DP under replace-one (module
+/// docs).
 pub fn release(
     values: &[f64],
     params: &SmoothMedianParams,
     rng: &mut NoiseSource,
 ) -> Result<SmoothMedian, SmoothMedianError> {
-    params.validate()?;
-    let x = clipped_sorted(values, params.lo, params.hi)?;
-    let med = median(&x).ok_or(SmoothMedianError::Empty)?;
-    let scale = 2.0 * smooth_sensitivity(&x, params.lo, params.hi, params.beta()) / params.epsilon;
-    // S* > 0 in real arithmetic (the k = n term is e^{−nβ}(hi − lo)); keep it positive when the
-    // f64 e^{−kβ} underflows.
-    let scale = scale.max(f64::MIN_POSITIVE);
+    release_scaled(values, params, 1.0, rng)
+}
+
+/// [`release`] with the noise scale multiplied by `factor` (1 on the release path; the tests'
+/// under-noised mutants use less).
+fn release_scaled(
+    values: &[f64],
+    params: &SmoothMedianParams,
+    factor: f64,
+    rng: &mut NoiseSource,
+) -> Result<SmoothMedian, SmoothMedianError> {
+    let p = plan(values, params)?;
+    // t ∈ [2^20/α, 2^100] is a finite double > 0: the law always exists.
+    let law = DiscreteLaplace::from_f64(p.scale_cells * factor)
+        .map_err(|_| SmoothMedianError::EpsilonTooSmall(params.epsilon))?;
+    let n = p.cells.saturating_add(law.sample(rng));
     Ok(SmoothMedian {
-        value: med + laplace_f64(scale, rng),
+        value: p.grid.value(n),
         guarantee: PrivacyGuarantee::replace_one(params.epsilon, params.delta),
     })
+}
+
+/// Statistical checks of the median's discrete noise, shared with sample-and-aggregate's tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+    use crate::privacy::discrete::testing::{chi_square_by_cdf, discrete_laplace_cdf, edges_for};
+
+    /// The p-value of the χ² test of released `outputs` for `values` against the stated law
+    /// c₀ + (c + Lap_ℤ(t))·g (cells of t/4 over ±8t, tails merged). The outputs must be exact
+    /// (c₀ + n·g exactly representable: bounds near 0, small noise).
+    pub(crate) fn median_chi_square(
+        values: &[f64],
+        params: &SmoothMedianParams,
+        outputs: &[f64],
+    ) -> f64 {
+        let p = plan(values, params).expect("valid");
+        let g = p.grid;
+        let noise: Vec<i128> = outputs
+            .iter()
+            .map(|&y| ((y - g.centre()) / g.grid()).round() as i128 - p.cells)
+            .collect();
+        let cdf = discrete_laplace_cdf(p.scale_cells);
+        let step = (p.scale_cells / 4.0) as i128;
+        let edges = edges_for(&cdf, outputs.len(), -32 * step, step);
+        chi_square_by_cdf(&noise, &edges, &cdf)
+    }
+
+    /// `count` releases with the noise scale multiplied by `factor` (1: the release itself).
+    pub(crate) fn releases(
+        values: &[f64],
+        params: &SmoothMedianParams,
+        factor: f64,
+        count: usize,
+        rng: &mut NoiseSource,
+    ) -> Vec<f64> {
+        (0..count)
+            .map(|_| {
+                release_scaled(values, params, factor, rng)
+                    .expect("release")
+                    .value
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::util::stats::ks_test;
     use rand::RngExt;
 
     fn params() -> SmoothMedianParams {
@@ -231,16 +346,6 @@ mod tests {
             delta: 1e-6,
             lo: 0.0,
             hi: 10.0,
-        }
-    }
-
-    fn laplace_cdf(scale: f64) -> impl Fn(f64) -> f64 {
-        move |x| {
-            if x < 0.0 {
-                0.5 * (x / scale).exp()
-            } else {
-                1.0 - 0.5 * (-x / scale).exp()
-            }
         }
     }
 
@@ -299,24 +404,62 @@ mod tests {
     }
 
     #[test]
-    fn noise_is_laplace_at_twice_the_smooth_sensitivity_over_epsilon() {
+    fn noise_is_discrete_laplace_at_twice_the_smooth_sensitivity_over_epsilon() {
         let p = params();
         let values = [1.0, 2.0, 2.5, 7.0, 9.0, 3.0, 4.5];
         let scale = noise_scale(&values, &p).expect("scale");
         let x = clipped_sorted(&values, p.lo, p.hi).expect("values");
         let med = median(&x).expect("median");
         assert_eq!(med, 3.0);
+        // ≈ 2S*/ε, the "+ 2 cells" and the margin adding a relative 2^-19 at most.
+        let s = smooth_sensitivity(&x, p.lo, p.hi, p.beta());
+        assert!(scale >= 2.0 * s / p.epsilon);
+        assert!(scale <= 2.0 * s / p.epsilon * (1.0 + 2f64.powi(-19)));
         let mut rng = NoiseSource::seeded(22);
-        let noise: Vec<f64> = (0..20_000)
-            .map(|_| release(&values, &p, &mut rng).expect("release").value - med)
-            .collect();
-        let ks = ks_test(&noise, laplace_cdf(scale));
-        assert!(ks.p_value > 1e-3, "p = {}", ks.p_value);
+        let outputs = testing::releases(&values, &p, 1.0, 20_000, &mut rng);
+        let grid = p.grid().expect("grid");
+        assert!(outputs.iter().all(|&y| {
+            let cells = (y - grid.centre()) / grid.grid();
+            cells == cells.round()
+        }));
+        let pv = testing::median_chi_square(&values, &p, &outputs);
+        assert!(pv > 1e-3, "p = {pv}");
         // The half-noise mutant fails the same test.
-        let half: Vec<f64> = (0..20_000)
-            .map(|_| laplace_f64(scale / 2.0, &mut rng))
-            .collect();
-        assert!(ks_test(&half, laplace_cdf(scale)).p_value < 1e-6);
+        let half = testing::releases(&values, &p, 0.5, 20_000, &mut rng);
+        let pv = testing::median_chi_square(&values, &p, &half);
+        assert!(pv < 1e-6, "mutant p = {pv}");
+    }
+
+    #[test]
+    fn the_discrete_range_check_refuses_whatever_the_continuous_one_refused() {
+        let mut refused_both = 0;
+        for i in 0..60 {
+            let p = SmoothMedianParams {
+                epsilon: 3.5 + 0.05 * f64::from(i),
+                ..params()
+            };
+            let continuous = exact_delta::exact_delta(p.epsilon, p.beta());
+            if continuous > p.delta * (1.0 + 1e-9) {
+                assert!(
+                    matches!(p.check(), Err(SmoothMedianError::OutsideProof { .. })),
+                    "ε = {}",
+                    p.epsilon
+                );
+                refused_both += 1;
+            }
+        }
+        assert!(refused_both > 10, "the sweep crosses the boundary");
+    }
+
+    #[test]
+    fn tiny_smooth_sensitivity_is_floored() {
+        // All values equal: S* = e^{−nβ}(hi − lo) is far below the floor (hi − lo)·2^{-30}.
+        let p = params();
+        let values = vec![4.0; 2000];
+        let x = clipped_sorted(&values, p.lo, p.hi).expect("values");
+        assert!(smooth_sensitivity(&x, p.lo, p.hi, p.beta()) < 10.0 * 2f64.powi(-30));
+        let scale = noise_scale(&values, &p).expect("scale");
+        assert!((scale / (2.0 * 10.0 * 2f64.powi(-30) / p.epsilon) - 1.0).abs() < 1e-5);
     }
 
     #[test]

@@ -22,22 +22,31 @@
 //! refuse otherwise: the refusal itself would reveal whether λ_min crossed σ — a function of the
 //! data with no noise. So the node **proposes, tests, releases** (Dwork & Lei 2009, STOC, §3): it
 //! computes k̂ = ⌊(λ_min − σ)/Δ_λ⌋, a lower bound on the number of rows that must be replaced to
-//! leave the assumption, and releases only if k̂ + Lap(1/ε₀) > t = 1 + ln(1/(2δ₀))/ε₀; otherwise
-//! it refuses, and the refusal is an ε₀-DP output (its charge stands).
+//! leave the assumption, and releases only if k̂ + Z ≥ T, with Z ~ Lap_ℤ(1/ε₀) the **discrete**
+//! Laplace (Canonne, Kamath & Steinke 2020, Algorithm 2, sampled exactly:
+//! [`crate::privacy::discrete::DiscreteLaplace::with_epsilon`]) and the integer threshold
+//! T = 1 + ⌈ln(2/(δ(1 + e^{−ε₀})))/ε₀⌉ ([`MvnPlain::threshold`]); otherwise it refuses, and the
+//! refusal is an ε₀-DP output (its charge stands).
 //!
 //! - **Δ_λ** (replace-one, rows in [−1, 1]^D): replacing x by x′ moves (1/n)Σxxᵀ by
 //!   (x′x′ᵀ − xxᵀ)/n, of operator norm ≤ max(‖x‖², ‖x′‖²)/n ≤ D/n, and μμᵀ by
 //!   (μvᵀ + vμᵀ)/n + vvᵀ/n² with v = x′ − x, of norm ≤ 2‖μ‖‖v‖/n + ‖v‖²/n² ≤ 4D/n + 4D/n². By
 //!   Weyl's inequality λ_min moves by at most **Δ_λ = D(5n + 4)/n²** (tested), so k̂ has
 //!   sensitivity 1.
-//! - **Privacy.** If both neighbours satisfy the assumption, the test is ε₀-DP and the rows are
-//!   (ε_M, δ/2)-DP: (ε₀ + ε_M, δ/2) by composition. If one does not, λ_min of the other is below
-//!   σ + Δ_λ, so its k̂ ≤ 0 (and the violating one's k̂ < 0), and each passes with probability at
-//!   most ½·exp(−ε₀(t − 0)) ≤ δ₀ = δ/2: the outputs differ by the ε₀-DP refusal and a δ₀ event.
-//!   The release is **(ε₀ + ε_M, δ)-DP under replace-one**, δ₀ = δ/2. The 1 in t is a margin
-//!   against the floating-point error of the computed λ_min (far below Δ_λ, it moves k̂ by at most
-//!   one). This guarantee has no RDP curve (the test is a (ε₀, δ₀) step), so the ledger composes
-//!   it with basic composition; the MVN part alone is the curve above.
+//! - **Privacy.** If both neighbours satisfy the assumption, the test is ε₀-DP — k̂ is an integer
+//!   of sensitivity 1 and Lap_ℤ(t) with t = 1/ε₀ exactly is (1/t)-DP for it (the discrete
+//!   Laplace mechanism) — and the rows are (ε_M, δ/2)-DP: (ε₀ + ε_M, δ/2) by composition. If one
+//!   does not, λ_min of the other is below σ + Δ_λ, so its k̂ ≤ 0 (and the violating one's
+//!   k̂ < 0), and each passes with probability at most P(Z ≥ T − 1) = r^{T−1}/(1 + r) with
+//!   r = e^{−ε₀}, which is ≤ δ₀ = δ/2 exactly when T − 1 ≥ ln(2/(δ(1 + r)))/ε₀ — the choice of T
+//!   (computed in f64 with an additive margin of 2^{−30} before the ceiling, far above its
+//!   rounding error): the outputs differ by the ε₀-DP refusal and a δ₀ event. (The continuous
+//!   Laplace's tail ½e^{−ε₀k} would allow a threshold smaller by about ln 2/ε₀; the discrete
+//!   tail is up to twice as heavy at large ε₀, and T pays for it.) The release is
+//!   **(ε₀ + ε_M, δ)-DP under replace-one**, δ₀ = δ/2. The 1 in T is a margin against the
+//!   floating-point error of the computed λ_min (far below Δ_λ, it moves k̂ by at most one). This
+//!   guarantee has no RDP curve (the test is a (ε₀, δ₀) step), so the ledger composes it with
+//!   basic composition; the MVN part alone is the curve above.
 //! - **What a refusal reveals:** one bit, whether the noisy distance passed — covered by ε₀.
 //!   When the theorem gives no bound at all (every order at or beyond its limit n²/(τ(n − 1)),
 //!   τ = 4D/σ) the plan is refused before any data is read ([`MvnReleaseError::NoBound`]), which
@@ -59,10 +68,19 @@
 //!   2D² and |Sᵢᵢ| ≤ 1, so **Δ_M = √(D² + D/2)/n** (both tested with worst-case and random
 //!   replacements).
 //! - **Noise.** With z the noise multiplier the accountant calibrates for one Gaussian step at
-//!   (ε, δ) ([`calibrate_sigma`], q = 1), each block gets standard deviation √2·z·Δ_b: two
-//!   Gaussian mechanisms of RDP α/(4z²) each, α/(2z²) together (Mironov 2017, Proposition 7 and
-//!   composition) — the curve the ledger composes, **(ε, δ)-DP under replace-one**. The draws are
-//!   f64 Gaussian samples, not snapped (ARCHITECTURE.md, floating point).
+//!   (ε, δ) ([`calibrate_sigma`], q = 1), each block b gets the Gaussian mechanism with standard
+//!   deviation σ_b = √2·z·Δ_b: two mechanisms of RDP α·Δ_b²/(2σ_b²) = α/(4z²) each, α/(2z²)
+//!   together (Mironov 2017, Proposition 7 and composition) — the curve the ledger composes,
+//!   **(ε, δ)-DP under replace-one**. Each block is released exactly, without a floating-point
+//!   leak, by [`GridGaussian`] (values clamped to [−1, 1], which they are in: rounded to a public
+//!   power-of-two grid g_b, independent discrete Gaussians of Canonne, Kamath & Steinke 2020,
+//!   Algorithm 3, inflated to (σ_b/Δ_b)(Δ_b/g_b + √d_b) cells, d_b the block's length, which
+//!   keeps α·Δ_b²/(2σ_b²) exactly; [`crate::privacy::discrete::grid`] has the argument). The
+//!   **m synthetic rows** drawn afterwards from the noisy normal are post-processing for privacy,
+//!   and are sampled with f64 Gaussian draws (`sample_rows`): they are a function of the noisy
+//!   moments and fresh randomness only, so whatever their low bits reveal is about the noisy
+//!   moments, which are already private. (In [`MvnPlain`] the f64 rows *are* the mechanism —
+//!   there is no other noise — and remain exposed to the floating-point attack.)
 //!
 //! **Assumptions.** n is public (replace-one) and the rows given are the n the plan was made
 //! for; every coordinate is in [−1, 1] ([`to_unit_cube`] guarantees it; anything else is refused).
@@ -70,14 +88,15 @@
 use super::mvn_rdp::{MvnRdp, MvnRdpError, NRegime};
 use crate::data::schema::FeatureSpec;
 use crate::privacy::accounting::{AccountingError, RdpCurve, calibrate_sigma, dp_sgd_curve};
+use crate::privacy::discrete::{DiscreteError, DiscreteLaplace, GridGaussian};
 use crate::privacy::guarantee::PrivacyGuarantee;
 use crate::privacy::noise::NoiseSource;
-use crate::privacy::snapping::laplace_f64;
 use crate::privacy::statistics::{InputError, check_features, check_rows, to_unit};
 use crate::util::num::Num;
 use nalgebra::{DMatrix, DVector};
-use rand::RngExt;
-use rand_distr::StandardNormal;
+use normal::{empirical, first_and_second_moments, sample_rows};
+
+mod normal;
 
 /// Why a synthetic release cannot be planned or made.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -91,6 +110,9 @@ pub enum MvnReleaseError {
     /// The accountant refused.
     #[error("accounting: {0}")]
     Accounting(#[from] AccountingError),
+    /// The exact discrete noise refused its parameters.
+    #[error("discrete noise: {0}")]
+    Discrete(#[from] DiscreteError),
     /// A parameter is out of range.
     #[error("invalid {name} = {}: {needs}", Num(*.value))]
     InvalidParameter {
@@ -235,46 +257,10 @@ fn check_points(points: &[Vec<f64>], n: u64, dim: usize) -> Result<(), MvnReleas
     Ok(())
 }
 
-/// (1/n)Σx and (1/n)Σxxᵀ of non-empty points.
-fn first_and_second_moments(points: &[Vec<f64>], dim: usize) -> (DVector<f64>, DMatrix<f64>) {
-    let n = points.len() as f64;
-    let mut mean = DVector::zeros(dim);
-    let mut second = DMatrix::zeros(dim, dim);
-    for p in points {
-        let x = DVector::from_column_slice(p);
-        mean += &x;
-        second.syger(1.0, &x, &x, 1.0);
-    }
-    second.fill_upper_triangle_with_lower_triangle();
-    (mean / n, second / n)
-}
-
-/// Seed 003's empirical covariance (1/n)Σxxᵀ − μμᵀ, with μ.
-fn empirical(points: &[Vec<f64>], dim: usize) -> (DVector<f64>, DMatrix<f64>) {
-    let (mean, second) = first_and_second_moments(points, dim);
-    let cov = second - &mean * mean.transpose();
-    (mean, cov)
-}
-
-/// m rows of N(mean, V diag(λ) Vᵀ) with λ floored at `floor`, each clipped to [−1, 1].
-fn sample_rows(
-    mean: &DVector<f64>,
-    cov: DMatrix<f64>,
-    floor: f64,
-    m: usize,
-    rng: &mut NoiseSource,
-) -> Vec<f64> {
-    let dim = mean.len();
-    let eigen = cov.symmetric_eigen();
-    let roots = eigen.eigenvalues.map(|l| l.max(floor).sqrt());
-    let factor = &eigen.eigenvectors * DMatrix::from_diagonal(&roots);
-    let mut values = Vec::with_capacity(m * dim);
-    for _ in 0..m {
-        let z = DVector::from_fn(dim, |_, _| rng.sample::<f64, _>(StandardNormal));
-        let x = mean + &factor * z;
-        values.extend(x.iter().map(|v| v.clamp(-1.0, 1.0)));
-    }
-    values
+/// Δ_μ = 2√D/n and Δ_M = √(D² + D/2)/n for n points of [−1, 1]^D (module docs).
+fn gaussian_sensitivities(n: u64, dim: usize) -> (f64, f64) {
+    let (d, n) = (dim as f64, n as f64);
+    (2.0 * d.sqrt() / n, (d * d + d / 2.0).sqrt() / n)
 }
 
 /// Δ_λ = D(5n + 4)/n²: how far replacing one of n points of [−1, 1]^D moves the smallest
@@ -358,9 +344,12 @@ impl MvnPlain {
         eigen_sensitivity(self.n, self.dim)
     }
 
-    /// t = 1 + ln(1/(2δ₀))/ε₀ with δ₀ = δ/2.
+    /// T = 1 + ⌈ln(2/(δ(1 + e^{−ε₀})))/ε₀⌉, an integer: with Z ~ Lap_ℤ(1/ε₀),
+    /// P(Z ≥ T − 1) ≤ δ₀ = δ/2 (module docs; computed with an additive margin of 2^{−30}).
     pub fn threshold(&self) -> f64 {
-        1.0 + (1.0 / self.params.delta).ln() / self.params.test_epsilon
+        let e0 = self.params.test_epsilon;
+        let tail = (2.0 / (self.params.delta * (1.0 + (-e0).exp()))).ln() / e0;
+        1.0 + (tail + 2f64.powi(-30) * (1.0 + tail.abs())).ceil()
     }
 
     /// k̂ = ⌊(λ_min − σ)/Δ_λ⌋ of the points (module docs).
@@ -371,9 +360,16 @@ impl MvnPlain {
         Ok(((lambda_min - self.params.sigma) / self.eigen_sensitivity()).floor())
     }
 
-    /// k̂ + Lap(1/ε₀): the test's noisy statistic.
-    fn noisy_distance(&self, distance: f64, rng: &mut NoiseSource) -> f64 {
-        distance + laplace_f64(1.0 / self.params.test_epsilon, rng)
+    /// k̂ + Z with Z ~ Lap_ℤ(1/ε₀), exactly (an integer; k̂ is clamped to ±2^62, which
+    /// keeps its sensitivity 1).
+    fn noisy_distance(
+        &self,
+        distance: f64,
+        rng: &mut NoiseSource,
+    ) -> Result<i128, MvnReleaseError> {
+        let law = DiscreteLaplace::with_epsilon(self.params.test_epsilon)?;
+        let limit = 2f64.powi(62);
+        Ok((distance.clamp(-limit, limit) as i128).saturating_add(law.sample(rng)))
     }
 
     /// Tests the assumption privately and, if it passes, draws the m rows.
@@ -383,8 +379,14 @@ impl MvnPlain {
         rng: &mut NoiseSource,
     ) -> Result<SyntheticRows, MvnReleaseError> {
         let distance = self.distance(points)?;
-        // A NaN statistic (impossible for checked points) fails the test.
-        let passes = self.noisy_distance(distance, rng) > self.threshold();
+        // A NaN statistic (impossible for checked points) is refused before any noise.
+        if distance.is_nan() {
+            return Err(MvnReleaseError::TestFailed);
+        }
+        // T is an integer; compared exactly (a T above 2^120 cannot be reached).
+        let threshold = self.threshold();
+        let noisy = self.noisy_distance(distance, rng)?;
+        let passes = threshold <= 2f64.powi(120) && noisy >= threshold as i128;
         if !passes {
             return Err(MvnReleaseError::TestFailed);
         }
@@ -419,6 +421,23 @@ pub struct MvnGaussian {
     params: MvnGaussianParams,
     multiplier: f64,
     curve: RdpCurve,
+    /// The grid releases of μ and triu(M).
+    grids: [GridGaussian; 2],
+}
+
+/// The grid releases of μ (Δ_μ, D coordinates) and triu(M) (Δ_M, D(D + 1)/2 coordinates) with
+/// standard deviations √2·z·Δ_b, every value in [−1, 1] (module docs, "Noise").
+fn block_grids(
+    sensitivities: (f64, f64),
+    dim: usize,
+    multiplier: f64,
+) -> Result<[GridGaussian; 2], MvnReleaseError> {
+    let k = std::f64::consts::SQRT_2 * multiplier;
+    let (dm, ds) = sensitivities;
+    Ok([
+        GridGaussian::new(k * dm, dm, dim, 1.0)?,
+        GridGaussian::new(k * ds, ds, dim * (dim + 1) / 2, 1.0)?,
+    ])
 }
 
 impl MvnGaussian {
@@ -442,12 +461,14 @@ impl MvnGaussian {
             return Err(invalid("n", 0.0, "at least one row"));
         }
         let multiplier = calibrate_sigma(1.0, 1, params.epsilon, params.delta)?;
+        let dim = features + 1;
         Ok(Self {
             n,
-            dim: features + 1,
+            dim,
             params,
             multiplier,
             curve: dp_sgd_curve(1.0, multiplier, 1)?,
+            grids: block_grids(gaussian_sensitivities(n, dim), dim, multiplier)?,
         })
     }
 
@@ -463,11 +484,17 @@ impl MvnGaussian {
 
     /// Δ_μ = 2√D/n and Δ_M = √(D² + D/2)/n (module docs).
     pub fn sensitivities(&self) -> (f64, f64) {
-        let (d, n) = (self.dim as f64, self.n as f64);
-        (2.0 * d.sqrt() / n, (d * d + d / 2.0).sqrt() / n)
+        gaussian_sensitivities(self.n, self.dim)
     }
 
-    /// The standard deviations of the mean's and the second moment's noise: √2·z·Δ.
+    /// The grid releases of μ and of triu(M) (module docs, "Noise").
+    pub fn grids(&self) -> &[GridGaussian; 2] {
+        &self.grids
+    }
+
+    /// The standard deviations σ_b = √2·z·Δ_b of the Gaussian mechanisms of the mean and the
+    /// second moment (the discrete noise on the grids has standard deviation at most
+    /// σ_b·(1 + 2^{−20}) and the curve of σ_b).
     pub fn noise_stds(&self) -> (f64, f64) {
         let (dm, ds) = self.sensitivities();
         let k = std::f64::consts::SQRT_2 * self.multiplier;
@@ -487,22 +514,15 @@ impl MvnGaussian {
         Ok((mean.iter().copied().collect(), triu))
     }
 
-    /// μ and triu(M) with their Gaussian noise.
+    /// μ and triu(M) released on their grids with exact discrete Gaussian noise (module docs).
     pub fn perturb(
         &self,
         exact: &(Vec<f64>, Vec<f64>),
         rng: &mut NoiseSource,
-    ) -> (Vec<f64>, Vec<f64>) {
-        let (sm, ss) = self.noise_stds();
-        let mut noisy = |values: &[f64], std: f64| -> Vec<f64> {
-            values
-                .iter()
-                .map(|v| v + std * rng.sample::<f64, _>(StandardNormal))
-                .collect()
-        };
-        let mean = noisy(&exact.0, sm);
-        let second = noisy(&exact.1, ss);
-        (mean, second)
+    ) -> Result<(Vec<f64>, Vec<f64>), MvnReleaseError> {
+        let mean = self.grids[0].release(&exact.0, rng)?;
+        let second = self.grids[1].release(&exact.1, rng)?;
+        Ok((mean, second))
     }
 
     /// Draws the m rows from the noisy normal.
@@ -511,7 +531,7 @@ impl MvnGaussian {
         points: &[Vec<f64>],
         rng: &mut NoiseSource,
     ) -> Result<SyntheticRows, MvnReleaseError> {
-        let (mean, triu) = self.perturb(&self.exact(points)?, rng);
+        let (mean, triu) = self.perturb(&self.exact(points)?, rng)?;
         let dim = self.dim;
         let mean = DVector::from_iterator(dim, mean.into_iter().map(|v| v.clamp(-1.0, 1.0)));
         let mut second = DMatrix::zeros(dim, dim);
@@ -537,6 +557,7 @@ impl MvnGaussian {
     fn halved(&self) -> Self {
         let mut p = self.clone();
         p.multiplier /= 2.0;
+        p.grids = block_grids(p.sensitivities(), p.dim, p.multiplier).expect("valid");
         p
     }
 }

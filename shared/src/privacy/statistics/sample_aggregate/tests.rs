@@ -2,8 +2,8 @@ use super::*;
 use crate::data::synthetic::{SyntheticSpec, generate};
 use crate::privacy::noise::derived_rng;
 use crate::privacy::snapping::laplace_f64;
+use crate::privacy::statistics::smooth_median::testing::{median_chi_square, releases};
 use crate::privacy::statistics::smooth_median::{clipped_sorted, median, smooth_sensitivity};
-use crate::util::stats::ks_test;
 use rand::RngExt;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
@@ -34,17 +34,6 @@ fn logistic_rows(n: usize, truth: &[f64], rng: &mut impl rand::Rng) -> Dataset {
         x.extend(row);
     }
     Dataset::new(x, y, d)
-}
-
-fn laplace_cdf(centre: f64, scale: f64) -> impl Fn(f64) -> f64 {
-    move |x| {
-        let z = x - centre;
-        if z < 0.0 {
-            0.5 * (z / scale).exp()
-        } else {
-            1.0 - 0.5 * (-z / scale).exp()
-        }
-    }
 }
 
 fn column(estimates: &[Vec<f64>], j: usize) -> Vec<f64> {
@@ -95,8 +84,17 @@ fn fixed_estimates() -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// 2·max(S*, (hi − lo)·2^{-30})/ε′ ≤ `scale` ≤ the same·(1 + 2^{-19}) (smooth_median's grid).
+fn is_the_median_scale(scale: f64, column: &[f64], c: &SmoothMedianParams) -> bool {
+    let x = clipped_sorted(column, c.lo, c.hi).expect("values");
+    let s = smooth_sensitivity(&x, c.lo, c.hi, c.beta()).max((c.hi - c.lo) * 2f64.powi(-30));
+    let stated = 2.0 * s / c.epsilon;
+    scale >= stated && scale <= stated * (1.0 + 2f64.powi(-19))
+}
+
 #[test]
-fn noise_of_each_coordinate_is_laplace_at_twice_the_smooth_sensitivity_over_epsilon_share() {
+fn noise_of_each_coordinate_is_discrete_laplace_at_twice_the_smooth_sensitivity_over_epsilon_share()
+{
     let sa = SampleAggregate::new(params(3.0, 15, 0.1, 5.0), 3).expect("valid");
     let estimates = fixed_estimates();
     let scales = sa.noise_scales(&estimates).expect("scales");
@@ -106,19 +104,15 @@ fn noise_of_each_coordinate_is_laplace_at_twice_the_smooth_sensitivity_over_epsi
         .map(|_| sa.aggregate(&estimates, &mut rng).expect("aggregate"))
         .collect();
     for (j, &scale) in scales.iter().enumerate() {
-        // The scale is 2·S*/ε′ of the clipped column, computed independently here.
-        let x = clipped_sorted(&column(&estimates, j), -5.0, 5.0).expect("values");
-        let s = smooth_sensitivity(&x, -5.0, 5.0, c.beta());
-        assert!((scale - 2.0 * s / c.epsilon).abs() <= 1e-12 * scale, "{j}");
-        let centre = median_of(&estimates, j, 5.0);
+        // The scale is ≈ 2·S*/ε′ of the clipped column, computed independently here.
+        let col = column(&estimates, j);
+        assert!(is_the_median_scale(scale, &col, c), "{j}");
         let sample: Vec<f64> = draws.iter().map(|d| d[j]).collect();
-        let p = ks_test(&sample, laplace_cdf(centre, scale)).p_value;
+        let p = median_chi_square(&col, c, &sample);
         assert!(p > 1e-3, "coordinate {j}: p = {p}");
         // The half-noise mutant fails the same test.
-        let half: Vec<f64> = (0..20_000)
-            .map(|_| centre + laplace_f64(scale / 2.0, &mut rng))
-            .collect();
-        let pm = ks_test(&half, laplace_cdf(centre, scale)).p_value;
+        let half = releases(&col, c, 0.5, 20_000, &mut rng);
+        let pm = median_chi_square(&col, c, &half);
         assert!(pm < 1e-6, "coordinate {j}: half-noise mutant p = {pm}");
         // The no-composition mutant (each coordinate calibrated to the whole (ε, δ)) too.
         let whole = SmoothMedianParams {
@@ -127,12 +121,10 @@ fn noise_of_each_coordinate_is_laplace_at_twice_the_smooth_sensitivity_over_epsi
             lo: -5.0,
             hi: 5.0,
         };
-        let mutant_scale = smooth_median::noise_scale(&column(&estimates, j), &whole).expect("ok");
+        let mutant_scale = smooth_median::noise_scale(&col, &whole).expect("ok");
         assert!(mutant_scale < scale / 2.0);
-        let mutant: Vec<f64> = (0..20_000)
-            .map(|_| centre + laplace_f64(mutant_scale, &mut rng))
-            .collect();
-        assert!(ks_test(&mutant, laplace_cdf(centre, scale)).p_value < 1e-6);
+        let mutant = releases(&col, &whole, 1.0, 20_000, &mut rng);
+        assert!(median_chi_square(&col, c, &mutant) < 1e-6);
     }
 }
 
@@ -342,7 +334,7 @@ fn a_released_change_of_one_row_is_covered_by_the_smooth_sensitivity() {
         for (j, scale) in scales.iter().enumerate() {
             let x = clipped_sorted(&column(&before, j), c.lo, c.hi).expect("ok");
             let s = smooth_sensitivity(&x, c.lo, c.hi, c.beta());
-            assert!((scale - 2.0 * s / c.epsilon).abs() <= 1e-12 * scale);
+            assert!(is_the_median_scale(*scale, &column(&before, j), &c));
             let moved = (median_of(&before, j, 3.0) - median_of(&after, j, 3.0)).abs();
             assert!(
                 moved <= s + 1e-15,
@@ -425,7 +417,7 @@ fn utility_is_within_a_few_points_of_the_non_private_fit() {
     // n = 20 000, D = 5, ε = 1, δ = 10⁻⁵, λ = 0.01, B = 1/λ = 100 (never clips), k = 10 000
     // blocks of 2 rows (module docs: fewer blocks leave the bound's term e^{−βk/2}·B dominant).
     // Measured: non-private 0.7868, the noise-free median of the block fits 0.7861,
-    // sample-and-aggregate 0.758 on average over 20 releases (worst 0.694).
+    // sample-and-aggregate 0.755 on average over 20 releases (worst 0.645).
     let train = logistic_rows(20_000, &TRUTH, &mut derived_rng(4, &[20_000]));
     let test = logistic_rows(20_000, &TRUTH, &mut derived_rng(3, &[]));
     let full = test.accuracy(&fit_logistic(&train, 0.01).expect("fit").theta);
@@ -438,7 +430,9 @@ fn utility_is_within_a_few_points_of_the_non_private_fit() {
     let (_, mean, worst, ..) = compare(&sa, &train, &test, 20);
     assert!(full > 0.78, "{full}");
     assert!(mean > full - 0.04, "mean {mean} vs non-private {full}");
-    assert!(worst > full - 0.12, "worst {worst} vs non-private {full}");
+    // The worst of 20 releases moves with the noise stream (0.694 with the f64 sampler this
+    // replaced, 0.645 with the exact discrete one, at the same scale): a loose bound.
+    assert!(worst > full - 0.17, "worst {worst} vs non-private {full}");
     let r = sa
         .release(&train, &mut NoiseSource::seeded(9))
         .expect("release");
@@ -465,7 +459,7 @@ fn sample_and_aggregate_beats_global_sensitivity_only_when_the_bound_is_loose() 
     assert_eq!(tight_est, loose_est, "no clipping at B = 1/λ");
     for (t, l) in tight.iter().zip(&loose) {
         assert!(
-            (t - l).abs() <= 1e-9 * t,
+            (t - l).abs() <= 2f64.powi(-19) * t,
             "S&A's scale does not depend on B: {t} vs {l}"
         );
         // B = 1/λ is tight: the global-sensitivity mean has the smaller noise (0.1 vs ≈ 0.36);

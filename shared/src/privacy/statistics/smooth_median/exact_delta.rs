@@ -87,11 +87,46 @@ const GRID: usize = 400;
 /// The smallest δ for which Lap(S*/α) noise with α = ε/2 and smoothing `beta` is (ε, δ)-DP
 /// (module docs).
 pub fn exact_delta(epsilon: f64, beta: f64) -> f64 {
-    let alpha = epsilon / 2.0;
+    exact_delta_at(epsilon, epsilon / 2.0, beta)
+}
+
+/// sup over d ∈ [0, `shift`], r ∈ [e^{−β}, e^{β}] of H_ε(Lap(0, 1) ‖ Lap(d, r)): the δ at
+/// `epsilon` of Laplace noise whose neighbours' laws are at most `shift` scales apart and whose
+/// scales differ by a factor at most e^{β} (module docs, with the shift and the ε of the
+/// divergence separate).
+pub fn exact_delta_at(epsilon: f64, shift: f64, beta: f64) -> f64 {
     (0..=GRID)
         .map(|i| (-beta + 2.0 * beta * i as f64 / GRID as f64).exp())
-        .map(|r| hockey_stick(epsilon, alpha, r))
+        .map(|r| hockey_stick(epsilon, shift, r))
         .fold(0.0, f64::max)
+}
+
+/// The smoothing added for the f64 rounding of S* and of the discrete scale
+/// ([`super::grid`]'s module docs).
+pub const ROUNDING_BETA: f64 = 1.0 / (1u64 << 40) as f64;
+
+/// A δ for which the **discrete** release ([`super::grid`]: integer cells, Lap_ℤ(t) noise with
+/// every t ≥ `min_scale` cells) is (ε, δ)-DP, with α = ε/2 and smoothing `beta`:
+/// e^{a}·[`exact_delta_at`](ε − 2a, ε/2, β + 2^{−40}) with a = 1/t_min.
+///
+/// **Why.** Add U uniform on [−½, ½) to the integer output: Y = c + Z + U has density
+/// N(t)·e^{−|⌊Y⌉ − c|/t} with N(t) = tanh(1/(2t)) the discrete normaliser, and the output is
+/// recovered as ⌊Y⌉, so the hockey-stick divergences of the outputs and of the Y's are equal
+/// (post-processing both ways). Against the continuous Laplace density e^{−|y − c|/t}/(2t) at the
+/// same centre and scale, the ratio is κ(t)·e^{(|y − c| − |⌊y⌉ − c|)/t} with
+/// κ(t) = 2t·tanh(1/(2t)) ∈ (1 − 1/(12t²), 1], so within [e^{−a}, e^{a}] for every t ≥ t_min ≥ 1
+/// (1/(2t) + 1/(12t²)/(1 − 1/(12t²)) ≤ 1/t). For neighbours, P_Y ≤ e^{a}·P_c and
+/// Q_c ≤ e^{a}·Q_Y on every event, so P_Y(A) ≤ e^{a}(e^{ε−2a}Q_c(A) + δ_c) ≤ e^{ε}Q_Y(A) +
+/// e^{a}δ_c, where δ_c bounds the continuous pair at ε − 2a: their centres are at most α·t
+/// apart in units of the first's scale t and their scales differ by at most e^{β+2^{−40}}
+/// ([`super::grid`]) — [`exact_delta_at`]'s setting. The roles are symmetric.
+pub fn discrete_delta(epsilon: f64, beta: f64, min_scale: f64) -> f64 {
+    // The bound on κ above needs t ≥ 1; below, nothing is certified.
+    if min_scale.is_nan() || min_scale < 1.0 {
+        return 1.0;
+    }
+    let a = 1.0 / min_scale;
+    a.exp() * exact_delta_at(epsilon - 2.0 * a, epsilon / 2.0, beta + ROUNDING_BETA)
 }
 
 #[cfg(test)]
@@ -154,6 +189,23 @@ mod tests {
             e += 0.01;
         }
         assert!((4.0..6.0).contains(&e), "{e}");
+    }
+
+    #[test]
+    fn the_discrete_certificate_is_slightly_above_the_continuous_one() {
+        let beta = |e: f64, d: f64| e / (2.0 * (2.0 / d).ln());
+        for (e, d) in [(0.1, 1e-6), (1.0, 1e-6), (4.0, 1e-5)] {
+            let t_min = 2f64.powi(20) / (e / 2.0);
+            let (cont, disc) = (
+                exact_delta(e, beta(e, d)),
+                discrete_delta(e, beta(e, d), t_min),
+            );
+            assert!(disc >= cont, "ε = {e}");
+            assert!(disc <= cont * 1.01 + 1e-300, "ε = {e}: {disc} vs {cont}");
+        }
+        // A coarse discrete law (t_min = 2) costs visibly more.
+        let (e, b) = (1.0, beta(1.0, 1e-6));
+        assert!(discrete_delta(e, b, 2.0) > 2.0 * exact_delta(e, b));
     }
 
     #[test]

@@ -3,9 +3,10 @@
 //! Gaussian variant's noise and sensitivities, and the sampled rows against the fitted normal.
 
 use super::*;
-use crate::privacy::snapping::testing::laplace_cdf;
-use crate::util::stats::ks_test;
-use statrs::distribution::{ContinuousCDF, Normal};
+use crate::privacy::discrete::testing::{
+    chi_square_by_cdf, discrete_laplace_cdf, edges_for, grid_chi_square, on_grid,
+};
+use rand::RngExt;
 
 const DRAWS: usize = 20_000;
 
@@ -89,7 +90,42 @@ fn plain_guarantee_is_the_test_plus_theorem_3_2_over_the_rows() {
         (analysis.epsilon(2.0).expect("order") - 50.0 * one.epsilon(2.0).expect("order")).abs()
             < 1e-9
     );
-    assert!((p.threshold() - (1.0 + (1e6f64).ln() / 0.5)).abs() < 1e-12);
+}
+
+#[test]
+fn the_threshold_is_the_smallest_integer_whose_discrete_tail_is_within_delta0() {
+    for (delta, e0) in [(1e-6, 0.5), (1e-5, 0.1), (1e-9, 3.0), (0.3, 8.0)] {
+        let p = MvnPlain::new(
+            100_000,
+            5,
+            MvnPlainParams {
+                rows: 50,
+                sigma: 0.1,
+                delta,
+                test_epsilon: e0,
+            },
+        )
+        .expect("plan");
+        let t = p.threshold();
+        assert_eq!(t, t.round(), "an integer");
+        // P(Z ≥ k) = r^k/(1 + r) for Lap_ℤ(1/ε₀), r = e^{−ε₀}.
+        let tail = |k: f64| (-e0 * k).exp() / (1.0 + (-e0).exp());
+        assert!(
+            tail(t - 1.0) <= delta / 2.0,
+            "δ = {delta}, ε₀ = {e0}: T = {t}"
+        );
+        // The smallest such T (up to the 2^-30 margin): one less would not do.
+        assert!(
+            tail(t - 2.0) > delta / 2.0 * (1.0 - 1e-6),
+            "δ = {delta}, ε₀ = {e0}"
+        );
+        // The continuous Laplace's threshold t = 1 + ln(1/δ)/ε₀ ("k̂ + Z > t", i.e.
+        // Z ≥ ⌊t⌋ when k̂ = 1) is not enough for the discrete tail here.
+        if (delta, e0) == (1e-9, 3.0) {
+            let continuous = 1.0 + (1.0 / delta).ln() / e0;
+            assert!(tail(continuous.floor()) > delta / 2.0, "{continuous}");
+        }
+    }
 }
 
 #[test]
@@ -155,35 +191,40 @@ fn replacing_one_point_moves_the_smallest_eigenvalue_by_at_most_its_sensitivity(
     assert!(largest_ratio > 0.2, "largest moved/Δ_λ = {largest_ratio}");
 }
 
+fn noisy(p: &MvnPlain, distance: f64, seed: u64) -> Vec<i128> {
+    let mut rng = NoiseSource::seeded(seed);
+    (0..DRAWS)
+        .map(|_| p.noisy_distance(distance, &mut rng).expect("noise"))
+        .collect()
+}
+
 #[test]
-fn the_test_statistic_gets_laplace_noise_of_scale_one_over_epsilon0() {
+fn the_test_statistic_gets_discrete_laplace_noise_of_scale_one_over_epsilon0() {
     let p = plain(100_000, 1, 0.1).expect("plan");
-    let mut rng = NoiseSource::seeded(2);
-    let noise: Vec<f64> = (0..DRAWS)
-        .map(|_| p.noisy_distance(7.0, &mut rng) - 7.0)
-        .collect();
-    let pv = ks_test(&noise, laplace_cdf(2.0)).p_value;
+    let cdf = discrete_laplace_cdf(2.0);
+    let edges = edges_for(&cdf, DRAWS, -80, 1);
+    let noise: Vec<i128> = noisy(&p, 7.0, 2).iter().map(|z| z - 7).collect();
+    let pv = chi_square_by_cdf(&noise, &edges, &cdf);
     assert!(pv > 1e-3, "p = {pv}");
     // The mutant: ε₀ doubled in the noise only (half the noise).
     let mut mutant = p.clone();
     mutant.params.test_epsilon = 1.0;
-    let noise: Vec<f64> = (0..DRAWS)
-        .map(|_| mutant.noisy_distance(7.0, &mut rng) - 7.0)
-        .collect();
-    let pv = ks_test(&noise, laplace_cdf(2.0)).p_value;
+    let noise: Vec<i128> = noisy(&mutant, 7.0, 3).iter().map(|z| z - 7).collect();
+    let pv = chi_square_by_cdf(&noise, &edges, &cdf);
     assert!(pv < 1e-6, "mutant p = {pv}");
 }
 
 #[test]
-fn the_test_passes_with_the_laplace_tail_probability() {
+fn the_test_passes_with_the_discrete_laplace_tail_probability() {
     let p = plain(100_000, 1, 0.1).expect("plan");
-    let mut rng = NoiseSource::seeded(3);
-    // k̂ three units of 1/ε₀ below t: P[pass] = ½·e^{−3}.
-    let distance = p.threshold() - 3.0 / 0.5;
-    let passes = (0..DRAWS)
-        .filter(|_| p.noisy_distance(distance, &mut rng) > p.threshold())
+    // k̂ six units below T: it passes when Z ≥ 6, P = r^6/(1 + r), r = e^{−1/2}.
+    let t = p.threshold();
+    let passes = noisy(&p, t - 6.0, 4)
+        .iter()
+        .filter(|&&z| z as f64 >= t)
         .count();
-    let expected = 0.5 * (-3.0f64).exp();
+    let r = (-0.5f64).exp();
+    let expected = r.powi(6) / (1.0 + r);
     let se = (expected * (1.0 - expected) / DRAWS as f64).sqrt();
     let observed = passes as f64 / DRAWS as f64;
     assert!(
@@ -313,31 +354,37 @@ fn gaussian(n: u64, features: usize, epsilon: f64) -> MvnGaussian {
 }
 
 #[test]
-fn gaussian_noise_is_normal_at_the_stated_scales_and_half_noise_is_caught() {
+fn gaussian_noise_is_discrete_on_the_grids_and_half_noise_is_caught() {
     let g = gaussian(50, 2, 1.0);
     let mut rng = NoiseSource::seeded(6);
     let points = random_points(50, 3, &mut rng);
     let exact = g.exact(&points).expect("exact");
+    let [mean_grid, second_grid] = g.grids();
+    // The grids carry the stated standard deviations (up to 2^-20 for the rounding).
     let (sm, ss) = g.noise_stds();
+    for (grid, std) in [(mean_grid, sm), (second_grid, ss)] {
+        assert!(grid.noise_std() >= std && grid.noise_std() <= std * (1.0 + 2f64.powi(-19)));
+    }
     let draws = |plan: &MvnGaussian, rng: &mut NoiseSource| -> (Vec<f64>, Vec<f64>) {
         (0..DRAWS)
             .map(|_| {
-                let (m, s) = plan.perturb(&exact, rng);
-                ((m[1] - exact.0[1]) / sm, (s[2] - exact.1[2]) / ss)
+                let (m, s) = plan.perturb(&exact, rng).expect("perturb");
+                (m[1], s[2])
             })
             .unzip()
     };
-    let standard = Normal::new(0.0, 1.0).expect("normal");
-    let (mean_noise, second_noise) = draws(&g, &mut rng);
-    for noise in [&mean_noise, &second_noise] {
-        let pv = ks_test(noise, |x| standard.cdf(x)).p_value;
-        assert!(pv > 1e-3, "p = {pv}");
-    }
-    let (mean_noise, second_noise) = draws(&g.halved(), &mut rng);
-    for noise in [&mean_noise, &second_noise] {
-        let pv = ks_test(noise, |x| standard.cdf(x)).p_value;
-        assert!(pv < 1e-6, "mutant p = {pv}");
-    }
+    let (means, seconds) = draws(&g, &mut rng);
+    assert!(means.iter().all(|&y| on_grid(y, mean_grid.grid())));
+    assert!(seconds.iter().all(|&y| on_grid(y, second_grid.grid())));
+    let pv = grid_chi_square(mean_grid, exact.0[1], &means);
+    assert!(pv > 1e-3, "mean p = {pv}");
+    let pv = grid_chi_square(second_grid, exact.1[2], &seconds);
+    assert!(pv > 1e-3, "second moment p = {pv}");
+    let (means, seconds) = draws(&g.halved(), &mut rng);
+    let pv = grid_chi_square(mean_grid, exact.0[1], &means);
+    assert!(pv < 1e-6, "mutant mean p = {pv}");
+    let pv = grid_chi_square(second_grid, exact.1[2], &seconds);
+    assert!(pv < 1e-6, "mutant second moment p = {pv}");
 }
 
 #[test]
