@@ -21,10 +21,11 @@ writes into OUT:
 Every connection is mutual TLS: each organisation has a certificate naming dpagg://org/<id> (and
 its compose host name), every release is signed by its node and checked by the aggregator, and
 the report is signed (check it with `dpagg-aggregator verify report/report.json --signing-keys
-federation/public-keys`). The containers run as the unprivileged user 65532, so the simulation's
-private keys are made readable (0644) for it: fine for a simulation on one machine, never for real
-keys (on Kubernetes they are Secrets mounted for the pod's user only). --insecure generates the
-old plain-text simulation instead.
+federation/public-keys`). The containers run as the unprivileged user 65532 and a node refuses a
+private key other users can read, so each organisation's identity folder is handed to that user
+(chown, modes stay 0700/0600): generate.py must run as root for this (on Kubernetes the keys are
+Secrets mounted for the pod's user only). --insecure generates the old plain-text simulation
+instead.
 
 The split follows seed 001 §5.2 and `dpagg-aggregator demo`: a class-stratified test set of the
 paper's size (Diabetes 84 pos + 84 neg, Breast Cancer 85 M + 84 B), then the remaining rows shuffled
@@ -278,11 +279,30 @@ def federation(args, out):
     )
     if done.returncode != 0:
         fail(f"dpagg-node certs init failed: {done.stderr.strip()}")
-    # The containers run as user 65532: let it read the simulation's keys (never do this with
-    # real keys). The CA's key stays private: no container needs it.
-    for org in orgs.split(","):
-        for name in ("key.pem", "signing.key"):
-            os.chmod(os.path.join(fed, org, name), 0o644)
+    hand_to_container_user(fed, orgs.split(","))
+
+
+CONTAINER_UID = 65532  # the images' unprivileged user (deploy/build-images.sh, deploy/Dockerfile)
+
+
+def hand_to_container_user(fed, orgs):
+    """Gives each organisation's identity folder to the containers' user, modes unchanged.
+
+    `certs init` writes folders 0700 and private keys 0600, and a node refuses a key other users
+    can read, so the keys cannot simply be made readable for user 65532: it must own them. That
+    takes root; without it the containers could not read their keys, so say so now rather than
+    when every node fails to start. The CA's folder stays with the caller: no container needs it.
+    """
+    if os.geteuid() != 0:
+        fail(
+            f"the containers run as user {CONTAINER_UID} and must own their private keys (a node "
+            "refuses a key other users can read); run generate.py as root (sudo) so that it can "
+            f"chown {fed}/<org>, or --insecure for a plain-text simulation without keys"
+        )
+    for org in orgs:
+        folder = os.path.join(fed, org)
+        for path in [folder, *(os.path.join(folder, f) for f in os.listdir(folder))]:
+            os.chown(path, CONTAINER_UID, CONTAINER_UID)
 
 
 def main():

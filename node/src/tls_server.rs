@@ -155,6 +155,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_expired_or_expiring_certificate_is_warned_about() {
+        use crate::certs::{Validity, init};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let made = init(
+            &dir.path().join("fed"),
+            &["soon".to_owned()],
+            &[],
+            Validity::days_from_now(10),
+        )
+        .expect("init");
+        let identity = IdentityDir::load(&made[0]).expect("loads");
+        let not_after = identity.not_after().expect("validity");
+        let now = not_after - 10 * 86_400 + 3_600;
+        let soon = expiry_warning(&identity, now).expect("warned");
+        assert!(soon.contains("expires in 9 day(s)"), "{soon}");
+        let gone = expiry_warning(&identity, not_after + 3 * 86_400).expect("warned");
+        assert!(gone.contains("EXPIRED 3 day(s) ago"), "{gone}");
+        assert_eq!(expiry_warning(&identity, not_after - 31 * 86_400), None);
+        server_config(&identity).expect("a server config");
+    }
+
+    #[test]
     fn refusals_are_logged_up_to_the_quota_then_counted() {
         let mut log = RefusalLog::default();
         let t0 = Instant::now();

@@ -144,6 +144,12 @@ impl NodeProcess {
         Self::spawn(config, std::process::Stdio::null(), &[])
     }
 
+    /// As [`NodeProcess::start`], with the node's log (stderr) written to `log`.
+    pub fn start_logging_to(config: &Path, log: &Path) -> NodeProcess {
+        let file = std::fs::File::create(log).expect("create the log file");
+        Self::spawn(config, file.into(), &[])
+    }
+
     /// As [`NodeProcess::start`], with the metrics endpoint on an ephemeral port: returns the
     /// node and the metrics address (from its second stdout line).
     pub fn start_with_metrics(config: &Path) -> (NodeProcess, String) {

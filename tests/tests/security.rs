@@ -90,7 +90,11 @@ fn strangers_are_refused_at_the_handshake() {
     let d = dir.path();
     let fed = federation(d, "fed", "org-1,aggregator");
     let other = federation(d, "other", "aggregator");
-    let node = NodeProcess::start(&tls_node_config(d, "org-1", &fed.join("org-1"), false, ""));
+    let log = d.join("node.log");
+    let node = NodeProcess::start_logging_to(
+        &tls_node_config(d, "org-1", &fed.join("org-1"), false, ""),
+        &log,
+    );
 
     assert_success(&health(&node, &fed.join("aggregator")));
 
@@ -132,6 +136,28 @@ fn strangers_are_refused_at_the_handshake() {
         d,
     );
     assert!(!out.status.success(), "plain text is refused");
+    // Each refusal left an audit line with the peer's address and the reason (issue 23).
+    let logged = std::fs::read_to_string(&log).expect("log");
+    let refusals: Vec<&str> = logged
+        .lines()
+        .filter(|l| l.contains("refused a TLS handshake"))
+        .collect();
+    // Three strangers (another CA, an expired certificate, plain text), each possibly retried.
+    assert!(refusals.len() >= 3, "{logged}");
+    assert!(
+        refusals.iter().all(|l| l.contains("peer=127.0.0.1:")),
+        "{logged}"
+    );
+    assert!(refusals.iter().any(|l| l.contains("expired")), "{logged}");
+    let reasons: std::collections::BTreeSet<&str> = refusals
+        .iter()
+        .filter_map(|l| l.split("reason=").nth(1))
+        .map(|r| r.split(" suppressed").next().unwrap_or(r))
+        .collect();
+    assert!(
+        reasons.len() >= 3,
+        "one reason per kind of stranger: {logged}"
+    );
 }
 
 #[test]
