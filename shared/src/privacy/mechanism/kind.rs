@@ -6,7 +6,6 @@
 
 use super::lambda::{AutoRule, Lambda};
 use super::objective_perturbation::DEFAULT_OUTPUT_FRACTION;
-use super::objective_perturbation_gaussian::DeltaChoice;
 use super::{
     BstDpSgd, DpSgd, DpSgdConfig, GaussianObjectivePerturbation, GibbsPosterior, GibbsSampler,
     Mechanism, MechanismError, ObjectivePerturbation, ObjectivePerturbationCms2011,
@@ -32,7 +31,7 @@ pub struct OptionSpec {
 const OBJECTIVE_PERTURBATION_OPTIONS: &[OptionSpec] = &[OptionSpec {
     name: "output_fraction",
     default: DEFAULT_OUTPUT_FRACTION,
-    help: "δ = 0 only: share of ε spent on the output noise that covers the solver's inexact minimiser, in (0, 0.5]",
+    help: "share of ε spent on the snapped output noise that covers the solver's inexact minimiser, in (0, 0.5]",
 }];
 
 const GIBBS_PROVEN_OPTIONS: &[OptionSpec] = &[
@@ -228,19 +227,14 @@ impl MechanismKind {
                     o.get("output_fraction"),
                 )?)
             }
-            Self::ObjectivePerturbation if options.contains_key("output_fraction") => {
-                return Err(MechanismError::InvalidParameter {
-                    name: "output_fraction",
-                    value: o.get("output_fraction"),
-                    requirement: "applies to delta = 0 only (the (ε, δ) variant has no output stage)",
-                });
+            Self::ObjectivePerturbation => {
+                Box::new(GaussianObjectivePerturbation::with_output_fraction(
+                    epsilon,
+                    delta,
+                    lambda,
+                    o.get("output_fraction"),
+                )?)
             }
-            Self::ObjectivePerturbation => Box::new(GaussianObjectivePerturbation::with_choice(
-                epsilon,
-                delta,
-                lambda,
-                DeltaChoice::Rule,
-            )?),
             Self::ObjectivePerturbationCms2011 if delta == 0.0 => {
                 Box::new(ObjectivePerturbationCms2011::new(epsilon, lambda)?)
             }

@@ -22,15 +22,19 @@
 //! - [`objective_perturbation_cms2011`]: ε-DP, Chaudhuri, Monteleoni & Sarwate 2011 Algorithm 2,
 //!   exactly as published (the reproduction's learner).
 //! - [`objective_perturbation_gaussian`]: (ε, δ)-DP, seed 001 Algorithm 1 line 5 (Kifer, Smith &
-//!   Thakurta 2012), with Δ as published or by the Δ rule.
+//!   Thakurta 2012), with Δ as published (the reproduction) or by the Δ rule followed by the
+//!   snapped [`output_stage`] (the default learner with δ > 0).
+//! - [`output_stage`]: the snapped output stage that covers the inexact minimiser of both
+//!   objective-perturbation learners.
 //! - [`output_perturbation`]: ε-DP, Chaudhuri, Monteleoni & Sarwate 2011 Algorithm 1 with
 //!   per-coordinate Laplace noise snapped as Mironov 2012 prescribes
 //!   ([`crate::privacy::snapping`]), safe in floating point.
 //! - [`output_perturbation_cms2011`]: the same algorithm as published, with f64 noise (exposed to
 //!   Mironov's attack): for the lab's reproductions, not offered by nodes.
 //!
-//! Only output perturbation's release is protected against floating-point attacks; the other
-//! mechanisms still draw f64 noise (see [`output_perturbation`] for what would fix each).
+//! Output perturbation and the default objective perturbation (both δ branches) release on a
+//! snapped public grid; the reproductions, DP-SGD, BST and the Gibbs chain still draw f64 noise
+//! (ARCHITECTURE.md, "Floating-point noise").
 //! - [`gibbs_posterior`]: (ε, δ)-DP sampling from a Gibbs posterior, Minami et al. NIPS 2016
 //!   (Theorem 7 / Corollary 8 for the exact sample, Proposition 13 for Langevin Monte Carlo), with
 //!   a cheaper variant whose sampler is not covered by any proof and says so.
@@ -55,6 +59,7 @@ pub mod objective_perturbation_cms2011;
 pub mod objective_perturbation_gaussian;
 pub mod output_perturbation;
 pub mod output_perturbation_cms2011;
+pub mod output_stage;
 pub mod spec;
 
 use crate::data::dataset::Dataset;

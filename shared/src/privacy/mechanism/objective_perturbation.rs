@@ -53,13 +53,14 @@
 //! output perturbation).
 
 use super::lambda::{AutoRule, Lambda};
+use super::output_stage::OutputStage;
 use super::{Mechanism, MechanismError, Sample, delta_rule};
 use crate::data::dataset::Dataset;
 use crate::learn::logistic::Penalty;
 use crate::learn::solver::{SolverOptions, minimise};
 use crate::privacy::guarantee::{LOGISTIC_UNIT_BALL, PrivacyGuarantee};
 use crate::privacy::noise::{NoiseSource, sample_gamma_ball};
-use crate::privacy::snapping::{self, SnappingError, VectorCalibration};
+use crate::privacy::snapping::SnappingError;
 use crate::util::stop::Stop;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -70,8 +71,7 @@ pub const NAME: &str = "objective-perturbation";
 /// The share of ε spent on the output stage unless told otherwise.
 pub const DEFAULT_OUTPUT_FRACTION: f64 = 0.01;
 
-/// κ: the relative accuracy assumed of the f64 draw of b₁ (module docs).
-pub const SAMPLER_ACCURACY: f64 = 1.0 / (1u64 << 40) as f64;
+pub use super::output_stage::SAMPLER_ACCURACY;
 
 /// Q = (2/ε′)·(2d + [`NOISE_TAIL_SLACK`]) bounds ‖b₁‖ except with probability < e^{−47}.
 pub const NOISE_TAIL_SLACK: f64 = 60.0;
@@ -102,14 +102,8 @@ pub struct Calibration {
     pub epsilon_prime: f64,
     /// Scale 2/ε′ of ‖b₁‖ ~ Gamma(d, ·).
     pub objective_scale: f64,
-    /// Q, the bound on ‖b₁‖ the output stage is calibrated for.
-    pub noise_bound: f64,
-    /// B₀ = (1 + γ + Q/n)/μ, the public bound on every coordinate of θ̂.
-    pub coordinate_bound: f64,
-    /// Δ₁ = √d·2γ̃/μ with γ̃ = γ + κQ/n: the ℓ₁ distance of the computed minimisers.
-    pub output_sensitivity: f64,
-    /// The snapped Laplace mechanism of every coordinate, and the ε₂ it achieves.
-    pub output: VectorCalibration,
+    /// The snapped output stage: Q, B₀, Δ₁ and the mechanism of every coordinate.
+    pub output: OutputStage,
 }
 
 impl ObjectivePerturbation {
@@ -145,7 +139,7 @@ impl ObjectivePerturbation {
 
     /// The solver settings; γ is their tolerance.
     pub fn solver_options() -> SolverOptions {
-        SolverOptions::default()
+        OutputStage::solver_options()
     }
 
     /// The public constants of a release on `n` rows of dimension `dim`; an error when the
@@ -168,15 +162,9 @@ impl ObjectivePerturbation {
             self.lambda
                 .resolve(AutoRule::ObjectivePerturbation, n, dim, epsilon_objective);
         let choice = delta_rule::pure(n, dim, epsilon_objective, lambda);
-        let gamma = Self::solver_options().tolerance;
-        let (d, rows) = (dim as f64, n as f64);
         let objective_scale = 2.0 / choice.epsilon_prime;
-        let noise_bound = objective_scale * (2.0 * d + NOISE_TAIL_SLACK);
-        let coordinate_bound = (1.0 + gamma + noise_bound / rows) / choice.mu;
-        let widened = gamma + SAMPLER_ACCURACY * noise_bound / rows;
-        let output_sensitivity = d.sqrt() * 2.0 * widened / choice.mu;
-        let output =
-            snapping::calibrate_vector(output_sensitivity, dim, coordinate_bound, epsilon_output)?;
+        let noise_bound = objective_scale * (2.0 * dim as f64 + NOISE_TAIL_SLACK);
+        let output = OutputStage::calibrate(n, dim, choice.mu, noise_bound, epsilon_output)?;
         Ok(Calibration {
             epsilon_objective,
             epsilon_output,
@@ -184,9 +172,6 @@ impl ObjectivePerturbation {
             mu: choice.mu,
             epsilon_prime: choice.epsilon_prime,
             objective_scale,
-            noise_bound,
-            coordinate_bound,
-            output_sensitivity,
             output,
         })
     }
@@ -219,29 +204,15 @@ impl Mechanism for ObjectivePerturbation {
             linear: Some(&b1),
         };
         let fit = minimise(data, penalty, Self::solver_options())?;
-        let snapped = &cal.output.mechanism;
-        let coefficients = fit
-            .theta
-            .iter()
-            .map(|&t| snapped.sample(t, noise))
-            .collect::<Result<Vec<f64>, _>>()?;
+        let coefficients = cal.output.release(&fit.theta, noise)?;
         let mut parameters = BTreeMap::from([
             ("c".to_owned(), Self::C),
             ("mu".to_owned(), cal.mu),
             ("delta_extra_regulariser".to_owned(), cal.mu - cal.lambda),
             ("epsilon_prime".to_owned(), cal.epsilon_prime),
             ("epsilon_objective".to_owned(), cal.epsilon_objective),
-            ("epsilon_output".to_owned(), cal.epsilon_output),
-            (
-                "solver_tolerance".to_owned(),
-                Self::solver_options().tolerance,
-            ),
-            ("output_l1_sensitivity".to_owned(), cal.output_sensitivity),
-            ("output_laplace_scale".to_owned(), snapped.scale()),
-            ("snapping_grid".to_owned(), snapped.grid()),
-            ("snapping_bound".to_owned(), snapped.bound()),
-            ("objective_noise_bound".to_owned(), cal.noise_bound),
         ]);
+        parameters.extend(cal.output.parameters());
         parameters.extend(self.lambda.parameters(cal.lambda));
         Ok(Sample {
             coefficients,

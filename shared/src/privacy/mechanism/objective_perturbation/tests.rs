@@ -55,20 +55,26 @@ fn calibration_splits_epsilon_and_follows_theorem_9_and_the_rule() {
     assert!((c.epsilon_prime - t9).abs() < 1e-15);
     assert_eq!(c.objective_scale, 2.0 / c.epsilon_prime);
     // The output stage: Q, B₀, Δ₁ = √d·2γ̃/μ and snapped Laplace at ε₂ (its float term inside).
-    assert_eq!(c.noise_bound, c.objective_scale * (18.0 + NOISE_TAIL_SLACK));
     assert_eq!(
-        c.coordinate_bound,
-        (1.0 + 1e-8 + c.noise_bound / 600.0) / c.mu
+        c.output.noise_bound,
+        c.objective_scale * (18.0 + NOISE_TAIL_SLACK)
     );
-    let widened = 1e-8 + SAMPLER_ACCURACY * c.noise_bound / 600.0;
-    assert!((c.output_sensitivity - 3.0 * 2.0 * widened / c.mu).abs() < 1e-18);
-    let snapped = c.output.mechanism;
-    assert!(c.output.achieved <= 0.01);
+    assert_eq!(
+        c.output.coordinate_bound,
+        (1.0 + 1e-8 + c.output.noise_bound / 600.0) / c.mu
+    );
+    let widened = 1e-8 + SAMPLER_ACCURACY * c.output.noise_bound / 600.0;
+    assert!((c.output.sensitivity - 3.0 * 2.0 * widened / c.mu).abs() < 1e-18);
+    let snapped = c.output.calibration.mechanism;
+    assert!(c.output.calibration.achieved <= 0.01);
     let float = 9.0 * crate::privacy::snapping::FLOAT_TERM * snapped.bound() / snapped.scale();
-    assert!((c.output.achieved - (c.output_sensitivity / snapped.scale() + float)).abs() < 1e-15);
-    assert!(snapped.scale() >= c.output_sensitivity / 0.01);
-    assert!(snapped.scale() < 1.01 * c.output_sensitivity / 0.01);
-    assert!(snapped.bound() >= c.coordinate_bound);
+    assert!(
+        (c.output.calibration.achieved - (c.output.sensitivity / snapped.scale() + float)).abs()
+            < 1e-15
+    );
+    assert!(snapped.scale() >= c.output.sensitivity / 0.01);
+    assert!(snapped.scale() < 1.01 * c.output.sensitivity / 0.01);
+    assert!(snapped.bound() >= c.output.coordinate_bound);
     // A fixed λ is used as given.
     let fixed = ObjectivePerturbation::new(1.0, 0.3).expect("valid");
     assert_eq!(fixed.calibrate(600, 9).expect("calibrates").lambda, 0.3);
@@ -113,8 +119,8 @@ fn output_noise_is_snapped_laplace_at_the_calibrated_scale() {
         .expect("valid")
         .calibrate(60, 9)
         .expect("calibrates");
-    let m = c.output.mechanism;
-    let x = 0.3 * c.coordinate_bound;
+    let m = c.output.calibration.mechanism;
+    let x = 0.3 * c.output.coordinate_bound;
     let draws = |m: &SnappedLaplace, seed: u64| -> Vec<f64> {
         let mut rng = NoiseSource::seeded(seed);
         (0..4000)
@@ -229,7 +235,13 @@ fn release_is_the_perturbed_minimiser_snapped() {
     let expected: Vec<f64> = fit
         .theta
         .iter()
-        .map(|&t| c.output.mechanism.sample(t, &mut rng).expect("snapped"))
+        .map(|&t| {
+            c.output
+                .calibration
+                .mechanism
+                .sample(t, &mut rng)
+                .expect("snapped")
+        })
         .collect();
     assert_eq!(r.classifier.coefficients(), &expected[..]);
     assert_eq!(r.metadata.guarantee.epsilon, 2.0);
