@@ -14,20 +14,22 @@
 //! partitions, visiting orders and noise. Every task draws from its own seed derived from
 //! (seed, trial, ε, organisation, purpose), so results are identical for any thread count.
 
-use crate::aggregate::select::tuned_logistic;
 use crate::aggregate::{AggregateError, MirrorAveraging, uniform_average};
 use crate::data::dataset::Dataset;
-use crate::data::partition::{
-    PartitionError, equal_partition, proportional_split, sized_partition, stratified_split,
-};
-use crate::data::synthetic::{SyntheticSpec, generate};
+use crate::data::partition::PartitionError;
+use crate::data::synthetic::SyntheticSpec;
 use crate::learn::classifier::LinearClassifier;
-use crate::learn::solver::{SolverError, fit_logistic};
-use crate::privacy::mechanism::{Lambda, MechanismError, MechanismKind, Options};
+use crate::learn::solver::SolverError;
+use crate::privacy::mechanism::{Lambda, Mechanism, MechanismError, MechanismKind, Options};
 use crate::privacy::noise::{NoiseSource, derive_seed, derived_rng};
 use crate::util::stats::Summary;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+
+mod trial;
+
+pub use trial::{Prepared, prepare};
+use trial::{Trial, others};
 
 /// Where the simulation's data comes from.
 #[derive(Debug, Clone)]
@@ -225,7 +227,7 @@ pub struct SimulationSummary {
 }
 
 /// Purposes of derived seeds (the last path element).
-mod purpose {
+pub(crate) mod purpose {
     pub const DATA: u64 = 0;
     pub const SPLIT: u64 = 1;
     pub const NONPRIVATE_ORDER: u64 = 2;
@@ -235,27 +237,10 @@ mod purpose {
     pub const TUNE: u64 = 6;
 }
 
-/// Per-trial state shared by all ε.
-struct Trial {
-    index: usize,
-    test: Dataset,
-    orgs: Vec<Dataset>,
-    local: Vec<LinearClassifier>,
-    local_accuracy: Vec<f64>,
-    nonprivate_aggregate_accuracy: Vec<f64>,
-    centralised_accuracy: f64,
-}
-
-fn others<T: Clone>(items: &[T], skip: usize) -> Vec<T> {
-    items
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != skip)
-        .map(|(_, v)| v.clone())
-        .collect()
-}
-
-fn validate(config: &SimulationConfig) -> Result<(), SimulationError> {
+/// Checks `config` and builds its mechanism at every ε (once: the construction may calibrate,
+/// e.g. DP-SGD's σ, and depends on public quantities only), so invalid ε/δ/λ fail before any
+/// work.
+fn validate(config: &SimulationConfig) -> Result<Vec<Box<dyn Mechanism>>, SimulationError> {
     let bad = |m: String| Err(SimulationError::Config(m));
     if config.orgs < 2 {
         return bad(format!(
@@ -286,14 +271,17 @@ fn validate(config: &SimulationConfig) -> Result<(), SimulationError> {
             "the local learners' lambda must be finite and > 0, got {l}"
         ));
     }
-    // Build every mechanism once so invalid ε/δ/λ fail before any work.
-    for &e in &config.epsilons {
-        config
-            .mechanism
-            .build_with(e, config.delta, config.lambda, &config.options)?;
-    }
     MirrorAveraging::new(config.beta)?.warn_if_uncovered();
-    Ok(())
+    config
+        .epsilons
+        .iter()
+        .map(|&e| {
+            config
+                .mechanism
+                .build_with(e, config.delta, config.lambda, &config.options)
+                .map_err(SimulationError::from)
+        })
+        .collect()
 }
 
 /// Runs the simulation, calling `progress` after each (ε, trial).
@@ -302,33 +290,25 @@ pub fn run(
     progress: &(dyn Fn() + Sync),
 ) -> Result<(SimulationSummary, Vec<OrgRun>), SimulationError> {
     validate(config)?;
-    let (synthetic, fixed) = match &config.source {
-        DataSource::Synthetic(spec) => {
-            let d = generate(spec, &mut derived_rng(config.seed, &[purpose::DATA]));
-            (Some((d.train, d.test)), None)
-        }
-        DataSource::Fixed { data, test } => (None, Some((data, *test))),
-    };
-    let trials: Vec<Trial> = (0..config.trials)
-        .into_par_iter()
-        .map(|t| {
-            let (train, test) = match (&synthetic, &fixed) {
-                (Some((train, test)), _) => (train.clone(), test.clone()),
-                (None, Some((data, split))) => {
-                    let mut rng = derived_rng(config.seed, &[t as u64, purpose::SPLIT]);
-                    let (test, train) = match split {
-                        TestSplit::Counts { positive, negative } => {
-                            stratified_split(data, *positive, *negative, &mut rng)?
-                        }
-                        TestSplit::Fraction(f) => proportional_split(data, *f, &mut rng)?,
-                    };
-                    (train, test)
-                }
-                _ => unreachable!("exactly one data source"),
-            };
-            prepare_trial(config, t, &train, test)
-        })
-        .collect::<Result<_, _>>()?;
+    run_prepared(config, &prepare(config)?, progress)
+}
+
+/// [`run`] on trials prepared beforehand by [`prepare`] for a configuration that differs from
+/// `config` at most in its mechanism, ε, δ, private λ and options (the splits, partitions, local
+/// and centralised baselines do not depend on them): an experiment that runs several mechanisms
+/// on the same data prepares once. The results are those of [`run`].
+pub fn run_prepared(
+    config: &SimulationConfig,
+    prepared: &Prepared,
+    progress: &(dyn Fn() + Sync),
+) -> Result<(SimulationSummary, Vec<OrgRun>), SimulationError> {
+    let mechanisms = validate(config)?;
+    if !prepared.matches(config) {
+        return Err(SimulationError::Config(
+            "the prepared trials were made for another data source, partition or baseline".into(),
+        ));
+    }
+    let trials = prepared.trials();
     let mut tasks: Vec<(usize, usize)> = Vec::new();
     for e in 0..config.epsilons.len() {
         for t in 0..config.trials {
@@ -338,7 +318,7 @@ pub fn run(
     let runs: Vec<(Vec<OrgRun>, f64)> = tasks
         .par_iter()
         .map(|&(e, t)| {
-            let r = run_epsilon(config, e, &trials[t]);
+            let r = run_epsilon(config, e, mechanisms[e].as_ref(), &trials[t]);
             progress();
             r
         })
@@ -350,75 +330,18 @@ pub fn run(
         .map(|(_, l)| *l)
         .collect();
     let runs: Vec<OrgRun> = runs.into_iter().flat_map(|(r, _)| r).collect();
-    Ok((summarise(config, &trials, &runs, &lambdas), runs))
-}
-
-fn prepare_trial(
-    config: &SimulationConfig,
-    t: usize,
-    train: &Dataset,
-    test: Dataset,
-) -> Result<Trial, SimulationError> {
-    let mut rng = derived_rng(config.seed, &[t as u64, purpose::SPLIT, 1]);
-    let orgs = match &config.rows_per_org {
-        Some(sizes) => sized_partition(train, sizes, &mut rng)?,
-        None => equal_partition(train, config.orgs, &mut rng)?,
-    };
-    let fit = |d: &Dataset, who: u64| -> Result<LinearClassifier, SolverError> {
-        match config.local_baseline {
-            LocalBaseline::Fixed => {
-                let lambda = config
-                    .local_lambda
-                    .unwrap_or_else(|| config.lambda.non_private());
-                Ok(fit_logistic(d, lambda)?.classifier())
-            }
-            LocalBaseline::Tuned => {
-                let seed = derive_seed(config.seed, &[t as u64, who, purpose::TUNE]);
-                Ok(tuned_logistic(d, 5, seed)?.0)
-            }
-        }
-    };
-    let local: Vec<LinearClassifier> = orgs
-        .iter()
-        .enumerate()
-        .map(|(m, d)| fit(d, m as u64))
-        .collect::<Result<_, _>>()?;
-    let local_accuracy = local.iter().map(|c| c.accuracy(&test)).collect();
-    let ma = MirrorAveraging::new(config.beta)?;
-    let nonprivate_aggregate_accuracy = (0..orgs.len())
-        .map(|m| {
-            let mut rng = derived_rng(
-                config.seed,
-                &[t as u64, m as u64, purpose::NONPRIVATE_ORDER],
-            );
-            let agg = ma.aggregate(&others(&local, m), &orgs[m], &mut rng)?;
-            Ok(agg.classifier.accuracy(&test))
-        })
-        .collect::<Result<_, SimulationError>>()?;
-    let all = Dataset::concat(&orgs);
-    let centralised_accuracy = fit(&all, u64::MAX)?.accuracy(&test);
-    Ok(Trial {
-        index: t,
-        test,
-        orgs,
-        local,
-        local_accuracy,
-        nonprivate_aggregate_accuracy,
-        centralised_accuracy,
-    })
+    let name = mechanisms[0].name();
+    Ok((summarise(config, name, trials, &runs, &lambdas), runs))
 }
 
 /// One (ε, trial): every organisation's runs, and the λ its private learners trained with.
 fn run_epsilon(
     config: &SimulationConfig,
     e: usize,
+    mechanism: &dyn Mechanism,
     trial: &Trial,
 ) -> Result<(Vec<OrgRun>, f64), SimulationError> {
     let epsilon = config.epsilons[e];
-    let mechanism =
-        config
-            .mechanism
-            .build_with(epsilon, config.delta, config.lambda, &config.options)?;
     let t = trial.index as u64;
     let releases: Vec<_> = trial
         .orgs
@@ -496,6 +419,7 @@ pub fn improved_per_trial(runs: &[&OrgRun]) -> Vec<f64> {
 
 fn summarise(
     config: &SimulationConfig,
+    mechanism: &str,
     trials: &[Trial],
     runs: &[OrgRun],
     lambdas: &[f64],
@@ -524,21 +448,11 @@ fn summarise(
             }
         })
         .collect();
-    let mechanism = config
-        .mechanism
-        .build_with(
-            config.epsilons[0],
-            config.delta,
-            config.lambda,
-            &config.options,
-        )
-        .map(|m| m.name().to_owned())
-        .unwrap_or_default();
     SimulationSummary {
         dataset: config.dataset.clone(),
         orgs: config.orgs,
         trials: config.trials,
-        mechanism,
+        mechanism: mechanism.to_owned(),
         seed: config.seed,
         lambda: config.lambda.non_private(),
         lambda_auto: config.lambda.is_auto(),
@@ -571,7 +485,7 @@ pub fn runs_csv(runs: &[OrgRun]) -> Result<Vec<u8>, csv::Error> {
 mod tests {
     use super::*;
 
-    fn small(seed: u64) -> SimulationConfig {
+    pub(super) fn small(seed: u64) -> SimulationConfig {
         SimulationConfig {
             dataset: "synthetic".into(),
             source: DataSource::Synthetic(SyntheticSpec {

@@ -12,7 +12,7 @@
 //! of the figure is a new [`MechanismSpec`] in [`MECHANISMS`].
 
 use super::figures::{self, MechanismPoint};
-use super::harness::simulate;
+use super::harness::TrialCache;
 use super::setups::{Data, Setup};
 use dpagg_shared::privacy::mechanism::MechanismKind;
 use indicatif::ProgressBar;
@@ -108,6 +108,7 @@ impl MechanismSpec {
 pub(super) fn mechanism_points(
     setup: &Setup,
     data: Data,
+    cache: &mut TrialCache,
     bar: &ProgressBar,
 ) -> Vec<MechanismPoint> {
     let mut out = Vec::new();
@@ -128,11 +129,12 @@ pub(super) fn mechanism_points(
         let all = if m.replace_one {
             None
         } else {
-            simulate(
-                &setup.config(data, m.kind, MECHANISM_EPSILONS.to_vec(), m.delta),
-                bar,
-            )
-            .ok()
+            cache
+                .simulate(
+                    &setup.config(data, m.kind, MECHANISM_EPSILONS.to_vec(), m.delta),
+                    bar,
+                )
+                .ok()
         };
         if let Some(runs) = all {
             for r in figures::rows(&runs) {
@@ -142,8 +144,9 @@ pub(super) fn mechanism_points(
         }
         for &e in &MECHANISM_EPSILONS {
             let (run_e, run_d) = m.run_at(e);
-            let outcome =
-                simulate(&setup.config(data, m.kind, vec![run_e], run_d), bar).and_then(|runs| {
+            let outcome = cache
+                .simulate(&setup.config(data, m.kind, vec![run_e], run_d), bar)
+                .and_then(|runs| {
                     figures::rows(&runs)
                         .into_iter()
                         .next()

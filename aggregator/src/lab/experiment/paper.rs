@@ -8,7 +8,7 @@
 
 use super::args::PaperArgs;
 use super::figures::{self, Row, paper};
-use super::harness::{create_out, progress_bar, simulate, write, write_figure};
+use super::harness::{TrialCache, create_out, progress_bar, write, write_figure};
 use super::mechanisms::mechanism_points;
 use super::setups::{Data, Setup};
 use super::tables;
@@ -30,9 +30,11 @@ pub(super) fn run(args: PaperArgs, stdout: &mut Out) -> Result<()> {
     let out = &args.out;
     create_out(out)?;
     let bar = progress_bar(None)?;
+    // Each dataset's trials are prepared once, for its sweep and every mechanism of Fig. 6.
+    let mut cache = TrialCache::default();
     let mut sweeps: Vec<(Data, Vec<Row>)> = Vec::new();
     for (data, stem) in Data::ALL.into_iter().zip(SWEEP_STEMS) {
-        let rows = write_sweep(out, &setup, data, stem, &bar)?;
+        let rows = write_sweep(out, &setup, data, stem, &mut cache, &bar)?;
         sweeps.push((data, rows));
     }
     write(
@@ -45,7 +47,7 @@ pub(super) fn run(args: PaperArgs, stdout: &mut Out) -> Result<()> {
     )?;
     write_fig7(out, &sweeps)?;
     if !args.skip_mechanisms {
-        write_fig6(out, &setup, &sweeps, &bar)?;
+        write_fig6(out, &setup, &sweeps, &mut cache, &bar)?;
     }
     bar.finish_and_clear();
     let cmp = tables::paper_vs_ours(&sweeps);
@@ -71,11 +73,12 @@ fn write_sweep(
     setup: &Setup,
     data: Data,
     stem: &str,
+    cache: &mut TrialCache,
     bar: &ProgressBar,
 ) -> Result<Vec<Row>> {
     bar.set_message(format!("{stem}: objective perturbation"));
     let config = setup.sweep(data);
-    let runs = simulate(&config, bar).map_err(anyhow::Error::msg)?;
+    let runs = cache.simulate(&config, bar).map_err(anyhow::Error::msg)?;
     write(out, &format!("runs_{}.csv", data.name()), &runs_csv(&runs)?)?;
     let rows = figures::rows(&runs);
     let lines: Vec<Vec<String>> = rows
@@ -127,12 +130,13 @@ fn write_fig6(
     out: &Path,
     setup: &Setup,
     sweeps: &[(Data, Vec<Row>)],
+    cache: &mut TrialCache,
     bar: &ProgressBar,
 ) -> Result<()> {
     let mut lines = Vec::new();
     let mut panels = Vec::new();
     for (data, rows) in sweeps {
-        let points = mechanism_points(setup, *data, bar);
+        let points = mechanism_points(setup, *data, cache, bar);
         lines.extend(points.iter().map(figures::mechanism_line));
         panels.push(figures::mechanism_panel(
             data.title(),
