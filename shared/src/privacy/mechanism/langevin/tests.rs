@@ -403,3 +403,31 @@ fn accuracy_on_diabetes_is_close_to_objective_perturbation() {
     let (a, b) = (mean(&langevin, 61), mean(&objective, 62));
     assert!(a >= b - 0.03, "langevin {a} vs objective perturbation {b}");
 }
+
+#[test]
+fn a_clinic_hospital_release_is_fast_and_close_to_objective_perturbation() {
+    use crate::data::clinic::{CLINIC_HOSPITAL_ROWS, clinic_rows};
+    use crate::privacy::noise::derived_rng;
+    let train = clinic_rows(CLINIC_HOSPITAL_ROWS, &mut derived_rng(71, &[]));
+    let test = clinic_rows(5_000, &mut derived_rng(72, &[]));
+    let lambda = crate::privacy::mechanism::Lambda::Auto;
+    let langevin = Langevin::with_defaults(1.0, 1e-5, lambda).expect("valid");
+    let objective = ObjectivePerturbation::new(1.0, lambda).expect("valid");
+    let trials = 5;
+    // (mean test accuracy, slowest release in seconds)
+    let run = |m: &dyn Mechanism, seed: u64| {
+        let mut noise = NoiseSource::seeded(seed);
+        (0..trials).fold((0.0, 0.0f64), |(acc, slowest), _| {
+            let start = std::time::Instant::now();
+            let r = m.release(&train, &mut noise).expect("release");
+            let seconds = start.elapsed().as_secs_f64();
+            (
+                acc + r.classifier.accuracy(&test) / trials as f64,
+                slowest.max(seconds),
+            )
+        })
+    };
+    let ((a, slowest), (b, _)) = (run(&langevin, 73), run(&objective, 74));
+    assert!(a >= b - 0.02, "langevin {a} vs objective perturbation {b}");
+    assert!(slowest < 1.0, "a langevin release took {slowest} s");
+}
