@@ -434,18 +434,24 @@ async fn assert_refusals(c: &mut OrganisationNodeClient<Channel>) {
     assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
 }
 
-#[tokio::test]
-async fn every_mechanism_publishes_with_its_guarantee_and_the_ledger_composes_them() {
-    use dpagg_proto::v1::NeighbourRelation;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = node_config(dir.path(), "org-m", 100.0, 10.0, true, 60);
+/// A node on `rows` Diabetes rows with ε budget 100 (cap 10 per release) and δ budget 1e-3, so
+/// that several (ε, δ) releases fit.
+fn node_with_delta_budget(dir: &std::path::Path, id: &str, rows: usize) -> NodeProcess {
+    let config = node_config(dir, id, 100.0, 10.0, true, rows);
     let text = std::fs::read_to_string(&config).expect("config");
     std::fs::write(
         &config,
         text.replace("delta_total = 1e-5", "delta_total = 1e-3"),
     )
     .expect("write");
-    let node = NodeProcess::start(&config);
+    NodeProcess::start(&config)
+}
+
+#[tokio::test]
+async fn every_mechanism_publishes_with_its_guarantee_and_the_ledger_composes_them() {
+    use dpagg_proto::v1::NeighbourRelation;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = node_with_delta_budget(dir.path(), "org-m", 60);
     let mut c = client(&node).await;
     let spec = mechanism_spec;
     for (s, relation) in [
@@ -495,14 +501,7 @@ async fn every_mechanism_publishes_with_its_guarantee_and_the_ledger_composes_th
 async fn langevin_publishes_proven_releases_charged_by_their_rdp_curve() {
     use dpagg_proto::v1::NeighbourRelation;
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = node_config(dir.path(), "org-l", 100.0, 10.0, true, 600);
-    let text = std::fs::read_to_string(&config).expect("config");
-    std::fs::write(
-        &config,
-        text.replace("delta_total = 1e-5", "delta_total = 1e-3"),
-    )
-    .expect("write");
-    let node = NodeProcess::start(&config);
+    let node = node_with_delta_budget(dir.path(), "org-l", 600);
     let mut c = client(&node).await;
     let mut auto = mechanism_spec("langevin", 1.0, 1e-6, &[]);
     (auto.lambda, auto.lambda_auto) = (0.0, true);

@@ -289,11 +289,7 @@ impl ChainSchedule {
             noise,
             stop,
         )?;
-        if theta.iter().all(|t| t.is_finite()) {
-            Ok(theta)
-        } else {
-            Err(super::GibbsError::NonFinite.into())
-        }
+        Ok(theta)
     }
 }
 

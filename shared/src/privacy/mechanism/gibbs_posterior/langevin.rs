@@ -88,7 +88,8 @@ impl Potential<'_> {
 }
 
 /// One chain of eq. (14), in place: θ ← θ − h∇U(θ) + `noise_sd`·η, `steps` times (`noise_sd` is
-/// √(2h) on every release path; tests pass other values to show the checks notice).
+/// √(2h) on every Gibbs release path; tests pass other values to show the checks notice). Fails
+/// with [`GibbsError::NonFinite`] when θ leaves the finite numbers.
 pub(in crate::privacy::mechanism) fn run_chain(
     theta: &mut [f64],
     step_size: f64,
@@ -109,7 +110,11 @@ pub(in crate::privacy::mechanism) fn run_chain(
             *t += noise_sd * eta - step_size * gj;
         }
     }
-    Ok(())
+    if theta.iter().all(|t| t.is_finite()) {
+        Ok(())
+    } else {
+        Err(GibbsError::NonFinite.into())
+    }
 }
 
 /// One chain's public settings: the smoothness M of U (the initial law is N(start, M⁻¹ I)), the
@@ -160,9 +165,5 @@ pub(super) fn sample(
         noise,
         stop,
     )?;
-    if theta.iter().all(|t| t.is_finite()) {
-        Ok(theta)
-    } else {
-        Err(GibbsError::NonFinite.into())
-    }
+    Ok(theta)
 }

@@ -381,26 +381,40 @@ fn a_stopped_release_releases_nothing() {
     assert_eq!(got.err(), Some(MechanismError::Stopped(Stopped::Cancelled)));
 }
 
+/// Mean test accuracy of `trials` releases of `m` on `train`, and the slowest release in seconds.
+fn accuracy_and_time(
+    m: &dyn Mechanism,
+    (train, test): (&Dataset, &Dataset),
+    trials: usize,
+    seed: u64,
+) -> (f64, f64) {
+    let mut noise = NoiseSource::seeded(seed);
+    (0..trials).fold((0.0, 0.0f64), |(acc, slowest), _| {
+        let start = std::time::Instant::now();
+        let r = m.release(train, &mut noise).expect("release");
+        let seconds = start.elapsed().as_secs_f64();
+        let accuracy = r.classifier.accuracy(test) / trials as f64;
+        (acc + accuracy, slowest.max(seconds))
+    })
+}
+
+/// The proven chain and the default (ε-DP) objective perturbation at ε = 1, λ = auto.
+fn default_learners() -> (Langevin, ObjectivePerturbation) {
+    let lambda = crate::privacy::mechanism::Lambda::Auto;
+    (
+        Langevin::with_defaults(1.0, 1e-5, lambda).expect("valid"),
+        ObjectivePerturbation::new(1.0, lambda).expect("valid"),
+    )
+}
+
 #[test]
 fn accuracy_on_diabetes_is_close_to_objective_perturbation() {
     let (all, _) = Bundled::Diabetes.load();
     let (test, train): (Vec<usize>, Vec<usize>) = (0..all.len()).partition(|i| i % 4 == 0);
-    let (train, test) = (all.subset(&train), all.subset(&test));
-    let lambda = crate::privacy::mechanism::Lambda::Auto;
-    let langevin = Langevin::with_defaults(1.0, 1e-5, lambda).expect("valid");
-    let objective = ObjectivePerturbation::new(1.0, lambda).expect("valid");
-    let trials = 20;
-    let mean = |m: &dyn Mechanism, seed: u64| {
-        let mut noise = NoiseSource::seeded(seed);
-        (0..trials)
-            .map(|_| {
-                let r = m.release(&train, &mut noise).expect("release");
-                r.classifier.accuracy(&test)
-            })
-            .sum::<f64>()
-            / trials as f64
-    };
-    let (a, b) = (mean(&langevin, 61), mean(&objective, 62));
+    let split = (&all.subset(&train), &all.subset(&test));
+    let (langevin, objective) = default_learners();
+    let (a, _) = accuracy_and_time(&langevin, split, 20, 61);
+    let (b, _) = accuracy_and_time(&objective, split, 20, 62);
     assert!(a >= b - 0.03, "langevin {a} vs objective perturbation {b}");
 }
 
@@ -410,24 +424,9 @@ fn a_clinic_hospital_release_is_fast_and_close_to_objective_perturbation() {
     use crate::privacy::noise::derived_rng;
     let train = clinic_rows(CLINIC_HOSPITAL_ROWS, &mut derived_rng(71, &[]));
     let test = clinic_rows(5_000, &mut derived_rng(72, &[]));
-    let lambda = crate::privacy::mechanism::Lambda::Auto;
-    let langevin = Langevin::with_defaults(1.0, 1e-5, lambda).expect("valid");
-    let objective = ObjectivePerturbation::new(1.0, lambda).expect("valid");
-    let trials = 5;
-    // (mean test accuracy, slowest release in seconds)
-    let run = |m: &dyn Mechanism, seed: u64| {
-        let mut noise = NoiseSource::seeded(seed);
-        (0..trials).fold((0.0, 0.0f64), |(acc, slowest), _| {
-            let start = std::time::Instant::now();
-            let r = m.release(&train, &mut noise).expect("release");
-            let seconds = start.elapsed().as_secs_f64();
-            (
-                acc + r.classifier.accuracy(&test) / trials as f64,
-                slowest.max(seconds),
-            )
-        })
-    };
-    let ((a, slowest), (b, _)) = (run(&langevin, 73), run(&objective, 74));
+    let (langevin, objective) = default_learners();
+    let (a, slowest) = accuracy_and_time(&langevin, (&train, &test), 5, 73);
+    let (b, _) = accuracy_and_time(&objective, (&train, &test), 5, 74);
     assert!(a >= b - 0.02, "langevin {a} vs objective perturbation {b}");
     assert!(slowest < 1.0, "a langevin release took {slowest} s");
 }
