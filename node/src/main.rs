@@ -48,7 +48,7 @@ enum Command {
         #[command(flatten)]
         config: Settings,
         /// Mechanism: objective-perturbation, output-perturbation, dp-sgd, dp-sgd-bst,
-        /// gibbs-posterior, gibbs-posterior-unproven.
+        /// gibbs-posterior, gibbs-posterior-unproven, langevin.
         #[arg(long, default_value = "objective-perturbation", value_parser = parse_mechanism)]
         mechanism: MechanismKind,
         /// ε of the release.

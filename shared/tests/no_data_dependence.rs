@@ -108,6 +108,7 @@ fn learners() -> Vec<(Box<dyn Mechanism>, &'static str)> {
             "alg1",
         ),
         (auto(MechanismKind::DpSgd, 1.0, 1e-5), "dp-sgd"),
+        (auto(MechanismKind::Langevin, 1.0, 1e-5), "langevin"),
     ]
 }
 

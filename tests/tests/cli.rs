@@ -607,6 +607,106 @@ fn privacy_calculators() {
     );
 }
 
+#[test]
+fn privacy_langevin_calculator() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stdout = |args: &[&str]| {
+        let out = run("dpagg-aggregator", args, dir.path());
+        assert_success(&out);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let common = ["privacy", "langevin", "--n", "600", "--lambda", "0.01"];
+    let calibrated = stdout(
+        &[
+            &common[..],
+            &["--dim", "9", "--epsilon", "1", "--delta", "1e-5"],
+        ]
+        .concat(),
+    );
+    let eps = number_after(&calibrated, "epsilon = ");
+    assert!(eps <= 1.0 && eps > 0.999, "{calibrated}");
+    // η = 1/β, c = 1 − ηλ, s = 2η/n, as the proof prescribes.
+    let eta = number_after(&calibrated, "eta = ");
+    assert!((eta - 1.0 / 0.26).abs() < 1e-12, "{calibrated}");
+    assert!((number_after(&calibrated, "c = ") - (1.0 - eta * 0.01)).abs() < 1e-12);
+    assert!((number_after(&calibrated, "s = ") - 2.0 * eta / 600.0).abs() < 1e-15);
+    // The raw form of the same chain gives the same curve and ε.
+    let sigma = number_after(&calibrated, "sigma = ").to_string();
+    let steps = number_after(&calibrated, "steps = ").to_string();
+    let raw = stdout(
+        &[
+            &common[..],
+            &[
+                "--step-size",
+                &eta.to_string(),
+                "--noise",
+                &sigma,
+                "--steps",
+                &steps,
+                "--delta",
+                "1e-5",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(number_after(&raw, "epsilon = "), eps, "{raw}");
+    assert_eq!(
+        number_after(&raw, "epsilon(2) = "),
+        number_after(&calibrated, "epsilon(2) = ")
+    );
+    // Without amplification (tiny λ, one step) the curve is one Gaussian mechanism, α s²/(2σ²).
+    let one = stdout(&[
+        "privacy",
+        "langevin",
+        "--n",
+        "2",
+        "--lambda",
+        "1e-12",
+        "--step-size",
+        "1",
+        "--noise",
+        "2",
+        "--steps",
+        "1",
+        "--delta",
+        "1e-5",
+    ]);
+    assert!(
+        (number_after(&one, "epsilon(2) = ") - 2.0 * 1.0 / 8.0).abs() < 1e-9,
+        "{one}"
+    );
+    for (args, words) in [
+        (
+            vec!["--epsilon", "1", "--delta", "0"],
+            vec!["delta", "no pure"],
+        ),
+        (
+            vec!["--epsilon", "1", "--delta", "1e-5", "--lambda", "-1"],
+            vec!["lambda"],
+        ),
+        (
+            vec![
+                "--step-size",
+                "99",
+                "--noise",
+                "1",
+                "--steps",
+                "3",
+                "--delta",
+                "1e-5",
+            ],
+            vec!["step_size"],
+        ),
+    ] {
+        let mut all = vec!["privacy", "langevin", "--n", "10"];
+        if !args.contains(&"--lambda") {
+            all.extend(["--lambda", "0.1"]);
+        }
+        all.extend(args);
+        assert_one_line_error(&run("dpagg-aggregator", &all, dir.path()), &words);
+    }
+}
+
 /// Whether `value` is within half a unit of the last digit of `printed` (as the paper rounds).
 fn rounds_to_printed(value: f64, printed: &str) -> bool {
     let decimals = printed.split_once('.').map_or(0, |(_, f)| f.len());

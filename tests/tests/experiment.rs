@@ -115,6 +115,7 @@ fn assert_tables(dir: &Path) {
         "output perturbation",
         "DP-SGD",
         "Gibbs posterior",
+        "Langevin chain",
     ] {
         assert!(
             mechanisms.contains(m),
@@ -199,8 +200,8 @@ fn learners_write_their_tables_splits_and_figures_reproducibly() {
     let synthetic = String::from_utf8(read(&a, "synthetic.csv")).expect("utf8");
     assert_eq!(synthetic.lines().count(), 1 + 5000 + 1000);
     let trials = String::from_utf8(read(&a, "learners_trials.csv")).expect("utf8");
-    // 3 datasets × 2 sizes × 2 trials × 7 learners × 2 ε.
-    assert_eq!(trials.lines().count(), 1 + 3 * 2 * 2 * 7 * 2);
+    // 3 datasets × 2 sizes × 2 trials × 8 learners × 2 ε.
+    assert_eq!(trials.lines().count(), 1 + 3 * 2 * 2 * 8 * 2);
     assert!(!trials.contains("refused"), "{trials}");
     let md = String::from_utf8(read(&a, "learners.md")).expect("utf8");
     for needle in [
@@ -208,6 +209,7 @@ fn learners_write_their_tables_splits_and_figures_reproducibly() {
         "**breast-cancer, org (40 training rows)**",
         "| objective perturbation (default), ε-DP |",
         "| paper setup: Algorithm 2, λ = 0.01, paper map |",
+        "| Langevin chain (noisy GD, proven), (ε, δ) |",
     ] {
         assert!(md.contains(needle), "{needle} missing from learners.md");
     }

@@ -434,18 +434,24 @@ async fn assert_refusals(c: &mut OrganisationNodeClient<Channel>) {
     assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
 }
 
-#[tokio::test]
-async fn every_mechanism_publishes_with_its_guarantee_and_the_ledger_composes_them() {
-    use dpagg_proto::v1::NeighbourRelation;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = node_config(dir.path(), "org-m", 100.0, 10.0, true, 60);
+/// A node on `rows` Diabetes rows with ε budget 100 (cap 10 per release) and δ budget 1e-3, so
+/// that several (ε, δ) releases fit.
+fn node_with_delta_budget(dir: &std::path::Path, id: &str, rows: usize) -> NodeProcess {
+    let config = node_config(dir, id, 100.0, 10.0, true, rows);
     let text = std::fs::read_to_string(&config).expect("config");
     std::fs::write(
         &config,
         text.replace("delta_total = 1e-5", "delta_total = 1e-3"),
     )
     .expect("write");
-    let node = NodeProcess::start(&config);
+    NodeProcess::start(&config)
+}
+
+#[tokio::test]
+async fn every_mechanism_publishes_with_its_guarantee_and_the_ledger_composes_them() {
+    use dpagg_proto::v1::NeighbourRelation;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = node_with_delta_budget(dir.path(), "org-m", 60);
     let mut c = client(&node).await;
     let spec = mechanism_spec;
     for (s, relation) in [
@@ -489,6 +495,34 @@ async fn every_mechanism_publishes_with_its_guarantee_and_the_ledger_composes_th
         "{b:?}"
     );
     assert!(!b.unproven_allowed);
+}
+
+#[tokio::test]
+async fn langevin_publishes_proven_releases_charged_by_their_rdp_curve() {
+    use dpagg_proto::v1::NeighbourRelation;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let node = node_with_delta_budget(dir.path(), "org-l", 600);
+    let mut c = client(&node).await;
+    let mut auto = mechanism_spec("langevin", 1.0, 1e-6, &[]);
+    (auto.lambda, auto.lambda_auto) = (0.0, true);
+    for s in [mechanism_spec("langevin", 1.0, 1e-6, &[]), auto] {
+        let l = publish(&mut c, s.clone()).await.expect("publish");
+        let m = l.metadata.expect("metadata");
+        assert_eq!(m.neighbour_relation, NeighbourRelation::ReplaceOne as i32);
+        assert!(m.proven == Some(true) && !m.seeded, "{m:?}");
+        assert_eq!(l.weights.len(), 9);
+    }
+    // Two releases at ε = 1 compose by their curves, tighter than ε = 2.
+    let r = budget(&mut c).await.replace_one.expect("replace-one");
+    assert_eq!((r.releases, r.accounting.as_str()), (2, "rdp"));
+    assert!(
+        r.epsilon < r.basic_epsilon && (r.basic_epsilon - 2.0).abs() < 1e-12,
+        "{r:?}"
+    );
+    let e = publish(&mut c, mechanism_spec("langevin", 1.0, 0.0, &[]))
+        .await
+        .expect_err("δ = 0");
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,14 +8,21 @@
 //! - `mvn-rdp`: the Rényi DP of m synthetic rows drawn from the normal distribution fitted to the
 //!   data (seed 003 Theorem 3.1 with n private, Theorem 3.2 with `--public-n`; Proposition 2.4
 //!   over the rows, Proposition 2.5 to (ε, δ)), and `--tables`: seed 003's Tables 1 and 2.
+//! - `langevin`: the proven Langevin chain (noisy gradient descent, shifted-Rényi analysis): its
+//!   step size, noise, step count and ε(α) curve calibrated from (n, d, λ, ε, δ) as the
+//!   `langevin` mechanism does, or the curve of given `--step-size --noise --steps`.
 //!
 //! Results are written through [`Out`].
 
 use anyhow::{Context, Result};
 use dpagg_shared::cli::Out;
 use dpagg_shared::privacy::accounting::{calibrate_sigma, dp_sgd_epsilon};
+use dpagg_shared::privacy::mechanism::Lambda;
 use dpagg_shared::privacy::mechanism::gibbs_posterior::{
     gibbs_beta, gibbs_beta_bound, theorem7_beta_bound,
+};
+use dpagg_shared::privacy::mechanism::langevin::{
+    ChainSchedule, DEFAULT_STEP_SCALE, DEFAULT_TOLERANCE, Langevin,
 };
 use dpagg_shared::privacy::synthetic::mvn_rdp::{
     self, MvnRdp, NRegime, TABLE_1_N, TABLE_1_ORDER, TABLE_2_DELTAS, TABLE_2_N, TABLE_2_ORDERS,
@@ -80,7 +87,52 @@ enum Calculator {
     /// RDP ε of m synthetic rows drawn from N(mean, covariance) of n rows in [−1, 1]^d (seed 003
     /// Theorem 3.1, n private; Theorem 3.2 with --public-n), or seed 003's Tables 1–2 (--tables).
     MvnRdp(MvnRdpArgs),
+    /// The proven Langevin chain (`langevin` mechanism): η, σ, K, c and ρ calibrated to (ε, δ)
+    /// from n, d and λ, or the ε(α) curve of a chain given by --step-size --noise --steps.
+    Langevin(LangevinArgs),
 }
+
+/// Arguments of `privacy langevin`.
+#[derive(Debug, clap::Args)]
+struct LangevinArgs {
+    /// Number of records n (public under replace-one).
+    #[arg(long)]
+    n: usize,
+    /// Dimension d of θ (intercept included); used by `--lambda auto`.
+    #[arg(long, default_value_t = 1)]
+    dim: usize,
+    /// Regulariser λ > 0, or `auto` (calibrated form only: the rule of objective perturbation).
+    #[arg(long, allow_negative_numbers = true)]
+    lambda: Lambda,
+    /// Target ε (calibrated form).
+    #[arg(
+        long,
+        required_unless_present = "step_size",
+        allow_negative_numbers = true
+    )]
+    epsilon: Option<f64>,
+    /// δ: the target (calibrated form) or where ε is evaluated (raw form).
+    #[arg(long, allow_negative_numbers = true)]
+    delta: f64,
+    /// η = step_scale/β, β = 1/4 + λ (calibrated form).
+    #[arg(long, default_value_t = DEFAULT_STEP_SCALE, conflicts_with = "step_size")]
+    step_scale: f64,
+    /// K: the smallest with c^K ≤ tolerance, capped at 10⁶ (calibrated form).
+    #[arg(long, default_value_t = DEFAULT_TOLERANCE, conflicts_with = "step_size")]
+    tolerance: f64,
+    /// Raw form: step size η ∈ (0, 2/(β + λ)].
+    #[arg(long, requires_all = ["noise", "steps"], conflicts_with = "epsilon")]
+    step_size: Option<f64>,
+    /// Raw form: noise standard deviation σ per coordinate and step.
+    #[arg(long, requires = "step_size")]
+    noise: Option<f64>,
+    /// Raw form: number of steps K.
+    #[arg(long, requires = "step_size")]
+    steps: Option<u64>,
+}
+
+/// The RDP orders `privacy langevin` prints ε(α) at.
+const LANGEVIN_ORDERS: [f64; 6] = [1.5, 2.0, 4.0, 8.0, 16.0, 64.0];
 
 /// Arguments of `privacy mvn-rdp`.
 #[derive(Debug, clap::Args)]
@@ -168,7 +220,76 @@ pub fn run(args: Args, out: &mut Out) -> Result<()> {
         }
         Calculator::MvnRdp(args) if args.tables => tables(out)?,
         Calculator::MvnRdp(args) => mvn_rdp(&args, out)?,
+        Calculator::Langevin(args) => langevin(&args, out)?,
     }
+    Ok(())
+}
+
+/// `privacy langevin`: the calibrated chain of the `langevin` mechanism, or a given one.
+fn langevin(args: &LangevinArgs, out: &mut Out) -> Result<()> {
+    let schedule = match (args.epsilon, args.step_size, args.noise, args.steps) {
+        (Some(epsilon), None, _, _) => {
+            let m = Langevin::new(
+                epsilon,
+                args.delta,
+                args.lambda,
+                args.step_scale,
+                args.tolerance,
+            )?;
+            let s = m.schedule(args.n, args.dim)?;
+            writeln!(
+                out,
+                "target: ε = {epsilon}, δ = {} (replace-one) → curve ε(α) = α·ρ₀ with ρ₀ = {}",
+                args.delta,
+                m.rho()
+            )?;
+            s
+        }
+        (None, Some(step_size), Some(noise), Some(steps)) => {
+            let Lambda::Fixed(lambda) = args.lambda else {
+                anyhow::bail!("--lambda auto needs --epsilon; give a number with --step-size");
+            };
+            ChainSchedule::raw(args.n, lambda, step_size, noise, steps)?
+        }
+        _ => anyhow::bail!("give --epsilon, or all of --step-size --noise --steps"),
+    };
+    print_chain(&schedule, args.delta, out)
+}
+
+/// Prints a chain's parameters, its ε(α) at a few orders and its (ε, δ).
+fn print_chain(s: &ChainSchedule, delta: f64, out: &mut Out) -> Result<()> {
+    let beta = ChainSchedule::smoothness(s.lambda);
+    writeln!(out, "lambda = {} (β = 1/4 + λ = {beta})", s.lambda)?;
+    writeln!(
+        out,
+        "eta = {} (step size; ≤ 2/(β + λ) = {})",
+        s.step_size,
+        ChainSchedule::max_step_size(s.lambda)
+    )?;
+    writeln!(
+        out,
+        "sigma = {} (noise standard deviation per coordinate and step)",
+        s.noise_std
+    )?;
+    writeln!(out, "steps = {} (c^K = {:e})", s.steps, s.bias_factor())?;
+    writeln!(out, "c = {} (contraction 1 − ηλ)", s.contraction)?;
+    writeln!(out, "s = {} (shift 2η/n, replace-one)", s.shift)?;
+    writeln!(
+        out,
+        "rho = {} (after K steps; any K: {})",
+        s.rho(),
+        s.rho_limit()
+    )?;
+    let curve = s.curve()?;
+    for alpha in LANGEVIN_ORDERS {
+        writeln!(out, "epsilon({alpha}) = {}", alpha * s.rho())?;
+    }
+    let eps = curve.epsilon(delta)?;
+    writeln!(
+        out,
+        "epsilon = {} at δ = {delta} (replace-one, RDP order {})",
+        eps.epsilon, eps.order
+    )?;
     Ok(())
 }
 

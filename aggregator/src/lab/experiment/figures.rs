@@ -476,7 +476,10 @@ pub fn mechanism_panel(title: &str, points: &[MechanismPoint], local: f64) -> Pa
             Series {
                 name,
                 points: pts,
-                mark: Mark::Points(MECHANISM_SHAPES[style % MECHANISM_SHAPES.len()]),
+                // Past the palette, colours repeat: shift the shape so no two styles coincide.
+                mark: Mark::Points(
+                    MECHANISM_SHAPES[(style + style / PALETTE.len()) % MECHANISM_SHAPES.len()],
+                ),
                 colour: PALETTE[style % PALETTE.len()],
             }
         })

@@ -53,7 +53,7 @@ pub(super) struct Learner {
 }
 
 /// The learners, in table order.
-pub(super) const LEARNERS: [Learner; 7] = [
+pub(super) const LEARNERS: [Learner; 8] = [
     Learner {
         label: "objective perturbation (default), ε-DP",
         kind: Some(MechanismKind::ObjectivePerturbation),
@@ -93,6 +93,14 @@ pub(super) const LEARNERS: [Learner; 7] = [
         lambda: Lambda::Auto,
         map: Map::Ball,
         neighbours: "add/remove-one",
+    },
+    Learner {
+        label: "Langevin chain (noisy GD, proven), (ε, δ)",
+        kind: Some(MechanismKind::Langevin),
+        delta: DELTA,
+        lambda: Lambda::Auto,
+        map: Map::Ball,
+        neighbours: "replace-one",
     },
     Learner {
         label: "paper setup: Algorithm 2, λ = 0.01, paper map",

@@ -30,7 +30,7 @@ struct MechanismSpec {
     replace_one: bool,
 }
 
-const MECHANISMS: [MechanismSpec; 8] = [
+const MECHANISMS: [MechanismSpec; 9] = [
     MechanismSpec {
         label: "objective perturbation, ε-DP",
         kind: MechanismKind::ObjectivePerturbationCms2011,
@@ -83,6 +83,13 @@ const MECHANISMS: [MechanismSpec; 8] = [
     MechanismSpec {
         label: "Gibbs posterior, unproven sampler",
         kind: MechanismKind::GibbsPosteriorUnproven,
+        delta: DELTA,
+        neighbours: "replace-one",
+        replace_one: false,
+    },
+    MechanismSpec {
+        label: "Langevin chain (noisy GD, proven)",
+        kind: MechanismKind::Langevin,
         delta: DELTA,
         neighbours: "replace-one",
         replace_one: false,

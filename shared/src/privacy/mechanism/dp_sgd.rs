@@ -242,6 +242,18 @@ pub(crate) fn poisson_batch(n: usize, gaps: &Geometric, rng: &mut NoiseSource) -
     }
 }
 
+/// `rows` fixed public rows of dimension `dim` inside the unit ball, for timing a mechanism's
+/// inner loop before any data is touched.
+pub(crate) fn public_rows(rows: usize, dim: usize) -> Dataset {
+    let x: Vec<f64> = (0..rows * dim)
+        .map(|i| ((i % 7) as f64 - 3.0) / (7.0 * (dim as f64).sqrt()))
+        .collect();
+    let y: Vec<f64> = (0..rows)
+        .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+        .collect();
+    Dataset::new(x, y, dim)
+}
+
 /// The fastest of three timings of one step (a Poisson batch of `n` rows at rate q, and the
 /// noisy clipped sum of a batch of its expected size) on public rows of dimension `dim`: a
 /// lower estimate of a step on the real rows. Its randomness is timing only, never released.
@@ -249,13 +261,7 @@ fn step_seconds(c: &DpSgdConfig, n: usize, dim: usize) -> Option<f64> {
     let batch = (c.sampling_rate * n as f64).ceil().max(1.0) as usize;
     // At most 4,096 rows are timed; a larger batch is extrapolated (the work is linear in it).
     let rows = batch.min(4096);
-    let x: Vec<f64> = (0..rows * dim)
-        .map(|i| ((i % 7) as f64 - 3.0) / (7.0 * (dim as f64).sqrt()))
-        .collect();
-    let y: Vec<f64> = (0..rows)
-        .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
-        .collect();
-    let data = Dataset::new(x, y, dim);
+    let data = public_rows(rows, dim);
     let all: Vec<usize> = (0..rows).collect();
     let theta = vec![0.01; dim];
     let gaps = Geometric::new(c.sampling_rate).ok()?;

@@ -8,7 +8,7 @@ use super::lambda::{AutoRule, Lambda};
 use super::objective_perturbation::DEFAULT_OUTPUT_FRACTION;
 use super::{
     BstDpSgd, DpSgd, DpSgdConfig, GaussianObjectivePerturbation, GibbsPosterior, GibbsSampler,
-    Mechanism, MechanismError, ObjectivePerturbation, ObjectivePerturbationCms2011,
+    Langevin, Mechanism, MechanismError, ObjectivePerturbation, ObjectivePerturbationCms2011,
     OutputPerturbation, OutputPerturbationCms2011, StepSize,
 };
 use serde::{Deserialize, Serialize};
@@ -83,6 +83,19 @@ const DP_SGD_OPTIONS: &[OptionSpec] = &[
     },
 ];
 
+const LANGEVIN_OPTIONS: &[OptionSpec] = &[
+    OptionSpec {
+        name: "step_scale",
+        default: super::langevin::DEFAULT_STEP_SCALE,
+        help: "step size η = step_scale / β with β = 1/4 + λ, in (0, 1]",
+    },
+    OptionSpec {
+        name: "tolerance",
+        default: super::langevin::DEFAULT_TOLERANCE,
+        help: "steps K: the smallest with c^K ≤ tolerance (c = 1 − ηλ; capped at 10^6), in (0, 1); the guarantee holds for every K",
+    },
+];
+
 /// The mechanisms a user can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -114,11 +127,15 @@ pub enum MechanismKind {
     /// Bassily, Smith & Thakurta 2014 (seed 001 Algorithm 2): n² noisy single-record steps,
     /// (ε, δ)-DP under replace-one; δ must be > 0.
     DpSgdBst,
+    /// Noisy full-batch gradient descent (the Langevin chain of Minami et al. eq. 14), proven at
+    /// any step count by shifted Rényi divergences: (ε, δ)-DP under replace-one with an RDP
+    /// curve; δ must be > 0.
+    Langevin,
 }
 
 impl MechanismKind {
     /// All kinds with their command-line names.
-    pub const ALL: [(&'static str, MechanismKind); 8] = [
+    pub const ALL: [(&'static str, MechanismKind); 9] = [
         (
             "objective-perturbation",
             MechanismKind::ObjectivePerturbation,
@@ -139,6 +156,7 @@ impl MechanismKind {
         ),
         (super::dp_sgd::NAME, MechanismKind::DpSgd),
         (super::dp_sgd_bst::NAME, MechanismKind::DpSgdBst),
+        (super::langevin::NAME, MechanismKind::Langevin),
     ];
 
     /// Parses a command-line name.
@@ -188,6 +206,7 @@ impl MechanismKind {
             | Self::OutputPerturbationCms2011
             | Self::DpSgdBst => &[],
             Self::DpSgd => DP_SGD_OPTIONS,
+            Self::Langevin => LANGEVIN_OPTIONS,
             Self::GibbsPosterior => GIBBS_PROVEN_OPTIONS,
             Self::GibbsPosteriorUnproven => GIBBS_UNPROVEN_OPTIONS,
         }
@@ -285,6 +304,13 @@ impl MechanismKind {
                 },
             )?),
             Self::DpSgdBst => Box::new(BstDpSgd::new(epsilon, delta, fixed)?),
+            Self::Langevin => Box::new(Langevin::new(
+                epsilon,
+                delta,
+                lambda,
+                o.get("step_scale"),
+                o.get("tolerance"),
+            )?),
         })
     }
 }

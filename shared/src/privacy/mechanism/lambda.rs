@@ -7,7 +7,7 @@
 //!
 //! | mechanism | λ_auto |
 //! |---|---|
-//! | objective perturbation, ε-DP and (ε, δ) (and CMS 2011 Algorithm 2) | 8√d / (n ε^{3/2}) |
+//! | objective perturbation, ε-DP and (ε, δ) (and CMS 2011 Algorithm 2); `langevin` (not separately calibrated) | 8√d / (n ε^{3/2}) |
 //! | output perturbation | 60√d / (n ε^{3/2}) |
 //! | DP-SGD (accuracy is nearly flat in λ) | 0.056√d / n |
 //! | Gibbs posterior, DP-SGD of BST 2014 | 0.01 (not calibrated: seed 001 §5.1's value) |
@@ -51,7 +51,7 @@ pub enum Lambda {
 /// Which `auto` rule a mechanism uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AutoRule {
-    /// 8√d / (n ε^{3/2}): objective perturbation (every variant).
+    /// 8√d / (n ε^{3/2}): objective perturbation (every variant), and `langevin`.
     ObjectivePerturbation,
     /// 60√d / (n ε^{3/2}): output perturbation.
     OutputPerturbation,

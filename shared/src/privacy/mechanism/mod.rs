@@ -43,6 +43,10 @@
 //!   [`crate::privacy::accounting`].
 //! - [`dp_sgd_bst`]: (ε, δ)-DP, seed 001 Algorithm 2 (Bassily, Smith & Thakurta 2014): n² noisy
 //!   steps on one uniformly sampled record each.
+//! - [`langevin`]: (ε, δ)-DP under replace-one, noisy full-batch gradient descent (the Langevin
+//!   chain of Minami et al. eq. 14) proven for the chain as run at any step count by shifted
+//!   Rényi divergences (privacy amplification by iteration, Feldman et al. 2018), with its RDP
+//!   curve; proof in `docs/proofs/langevin.md`.
 //!
 //! Every mechanism here assumes ||x||₂ ≤ 1 for every row (guaranteed by schema normalisation) and
 //! refuses to release otherwise. λ is a number or `auto` ([`lambda`]), resolved from public
@@ -54,6 +58,7 @@ pub mod dp_sgd_bst;
 pub mod gibbs_posterior;
 pub mod kind;
 pub mod lambda;
+pub mod langevin;
 pub mod objective_perturbation;
 pub mod objective_perturbation_cms2011;
 pub mod objective_perturbation_gaussian;
@@ -77,6 +82,7 @@ pub use dp_sgd_bst::BstDpSgd;
 pub use gibbs_posterior::{GibbsError, GibbsPosterior, GibbsSampler};
 pub use kind::{MechanismKind, Options};
 pub use lambda::Lambda;
+pub use langevin::Langevin;
 pub use objective_perturbation::ObjectivePerturbation;
 pub use objective_perturbation_cms2011::ObjectivePerturbationCms2011;
 pub use objective_perturbation_gaussian::GaussianObjectivePerturbation;

@@ -1,5 +1,8 @@
 //! Langevin Monte Carlo (eq. (14)) on the potential U(θ) = β Σᵢ ℓ(θ, xᵢ) + (m_π/2)||θ||² of the
 //! Gibbs posterior (eq. (15)), started from Dalalyan's initial law around argmin U.
+//!
+//! [`Potential::gradient`] and [`run_chain`] are also the chain of the proven `langevin`
+//! mechanism ([`crate::privacy::mechanism::langevin`]), with β = 1/n and m_π = λ.
 
 use super::{GibbsError, MODE_TOLERANCE, TV_SLACK};
 use crate::data::dataset::{Dataset, dot};
@@ -13,10 +16,10 @@ use rand::RngExt;
 use rand_distr::StandardNormal;
 
 /// U(θ) = β Σᵢ ℓ(θ, xᵢ) + (m_π/2)||θ||² on one dataset (eq. (15) with the Gaussian prior).
-pub(super) struct Potential<'a> {
-    pub(super) data: &'a Dataset,
-    pub(super) beta: f64,
-    pub(super) prior_precision: f64,
+pub(in crate::privacy::mechanism) struct Potential<'a> {
+    pub(in crate::privacy::mechanism) data: &'a Dataset,
+    pub(in crate::privacy::mechanism) beta: f64,
+    pub(in crate::privacy::mechanism) prior_precision: f64,
 }
 
 /// Rows per block of the gradient pass (the slopes of one block live on the stack).
@@ -36,7 +39,7 @@ impl Potential<'_> {
     ///
     /// Rows go in blocks of [`BLOCK_ROWS`] through three stages, as in [`crate::learn::logistic`]: margins,
     /// then the branch-free slopes (a loop that vectorises), then Σ cᵢxᵢ.
-    pub(super) fn gradient(&self, theta: &[f64], out: &mut [f64]) {
+    pub(in crate::privacy::mechanism) fn gradient(&self, theta: &[f64], out: &mut [f64]) {
         let p = theta.len();
         for (o, t) in out.iter_mut().zip(theta) {
             *o = self.prior_precision * t;
@@ -85,8 +88,9 @@ impl Potential<'_> {
 }
 
 /// One chain of eq. (14), in place: θ ← θ − h∇U(θ) + `noise_sd`·η, `steps` times (`noise_sd` is
-/// √(2h) on every release path; tests pass other values to show the checks notice).
-pub(super) fn run_chain(
+/// √(2h) on every Gibbs release path; tests pass other values to show the checks notice). Fails
+/// with [`GibbsError::NonFinite`] when θ leaves the finite numbers.
+pub(in crate::privacy::mechanism) fn run_chain(
     theta: &mut [f64],
     step_size: f64,
     noise_sd: f64,
@@ -106,7 +110,11 @@ pub(super) fn run_chain(
             *t += noise_sd * eta - step_size * gj;
         }
     }
-    Ok(())
+    if theta.iter().all(|t| t.is_finite()) {
+        Ok(())
+    } else {
+        Err(GibbsError::NonFinite.into())
+    }
 }
 
 /// One chain's public settings: the smoothness M of U (the initial law is N(start, M⁻¹ I)), the
@@ -157,9 +165,5 @@ pub(super) fn sample(
         noise,
         stop,
     )?;
-    if theta.iter().all(|t| t.is_finite()) {
-        Ok(theta)
-    } else {
-        Err(GibbsError::NonFinite.into())
-    }
+    Ok(theta)
 }

@@ -87,7 +87,7 @@
 //! arithmetic and exact Gaussians; floating-point sampling is not covered by them.)
 
 mod beta;
-mod langevin;
+pub(super) mod langevin;
 mod schedule;
 #[cfg(test)]
 mod tests;
