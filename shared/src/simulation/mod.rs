@@ -240,7 +240,7 @@ pub(crate) mod purpose {
 /// Checks `config` and builds its mechanism at every ε (once: the construction may calibrate,
 /// e.g. DP-SGD's σ, and depends on public quantities only), so invalid ε/δ/λ fail before any
 /// work.
-fn validate(config: &SimulationConfig) -> Result<Vec<Box<dyn Mechanism>>, SimulationError> {
+pub fn validate(config: &SimulationConfig) -> Result<Vec<Box<dyn Mechanism>>, SimulationError> {
     let bad = |m: String| Err(SimulationError::Config(m));
     if config.orgs < 2 {
         return bad(format!(
@@ -289,7 +289,6 @@ pub fn run(
     config: &SimulationConfig,
     progress: &(dyn Fn() + Sync),
 ) -> Result<(SimulationSummary, Vec<OrgRun>), SimulationError> {
-    validate(config)?;
     run_prepared(config, &prepare(config)?, progress)
 }
 

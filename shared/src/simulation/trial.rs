@@ -90,6 +90,8 @@ impl Prepared {
 /// Splits, partitions and fits the baselines of every trial of `config` (in parallel over
 /// trials; every trial draws from seeds derived from (seed, trial, purpose)).
 pub fn prepare(config: &SimulationConfig) -> Result<Prepared, SimulationError> {
+    // Invalid settings (e.g. λ ≤ 0) are named before any baseline is fitted with them.
+    super::validate(config)?;
     let (synthetic, fixed) = match &config.source {
         DataSource::Synthetic(spec) => {
             let d = generate(spec, &mut derived_rng(config.seed, &[purpose::DATA]));
