@@ -38,7 +38,8 @@ pub(crate) struct Curvature {
 }
 
 impl Curvature {
-    /// The exact Hessian throughout.
+    /// The exact Hessian throughout (the tests' reference).
+    #[cfg(test)]
     pub(crate) fn exact() -> Self {
         Self {
             rows: CurvatureRows::All,
@@ -49,13 +50,12 @@ impl Curvature {
     pub(crate) fn for_data(data: &Dataset) -> Self {
         let chunks = data.len().div_ceil(CHUNK_ROWS);
         let sampled_rows = chunks.div_ceil(SAMPLE_STRIDE).saturating_sub(1) * CHUNK_ROWS;
-        let rows = if chunks >= MIN_CHUNKS_TO_SAMPLE
-            && sampled_rows >= MIN_ROWS_PER_DIM * data.dim()
-        {
-            CurvatureRows::EveryNthChunk(SAMPLE_STRIDE)
-        } else {
-            CurvatureRows::All
-        };
+        let rows =
+            if chunks >= MIN_CHUNKS_TO_SAMPLE && sampled_rows >= MIN_ROWS_PER_DIM * data.dim() {
+                CurvatureRows::EveryNthChunk(SAMPLE_STRIDE)
+            } else {
+                CurvatureRows::All
+            };
         Self { rows }
     }
 
@@ -115,8 +115,16 @@ mod tests {
                 let x: Vec<f64> = (0..p)
                     .map(|j| (((i * 7919 + j * 104_729) % 1000) as f64 / 1000.0 - 0.5) / p as f64)
                     .collect();
-                let s: f64 = x.iter().enumerate().map(|(j, v)| v * (j as f64 - 1.5)).sum();
-                let y = if (s >= 0.0) != (i % 10 == 0) { 1.0 } else { -1.0 };
+                let s: f64 = x
+                    .iter()
+                    .enumerate()
+                    .map(|(j, v)| v * (j as f64 - 1.5))
+                    .sum();
+                let y = if (s >= 0.0) != (i % 10 == 0) {
+                    1.0
+                } else {
+                    -1.0
+                };
                 (x, y)
             })
             .collect();
