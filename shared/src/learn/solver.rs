@@ -169,12 +169,13 @@ pub(crate) fn minimise_with(
             .direction(data, &theta, penalty.mu, &current.gradient)
             .ok_or(SolverError::NotPositiveDefinite { iteration })?;
         hessian_rows += rows;
-        let (step, next, tried) = line_search(data, penalty, &theta, &direction, &current)
-            .ok_or(SolverError::NotConverged {
+        let (step, next, tried) = line_search(data, penalty, &theta, &direction, &current).ok_or(
+            SolverError::NotConverged {
                 iterations: iteration,
                 gradient_norm: gnorm,
                 tolerance: options.tolerance,
-            })?;
+            },
+        )?;
         passes += tried;
         curvature.observe(step, gnorm, norm(&next.gradient));
         for (t, d) in theta.iter_mut().zip(&direction) {
