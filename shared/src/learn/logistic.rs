@@ -380,6 +380,57 @@ mod tests {
         }
     }
 
+    /// Σ ℓ''(mᵢ)xᵢxᵢᵀ/|rows| + μI over `rows`, one row at a time.
+    fn serial_hessian(data: &Dataset, theta: &[f64], mu: f64, rows: &[usize]) -> Vec<f64> {
+        let p = data.dim();
+        let mut h = vec![0.0; p * p];
+        for &i in rows {
+            let m = data.label(i) * dot(data.row(i), theta);
+            let w = fastmath::logistic_terms(m).curvature;
+            for j in 0..p {
+                for l in 0..p {
+                    h[j * p + l] += w * data.row(i)[j] * data.row(i)[l] / rows.len() as f64;
+                }
+            }
+        }
+        for j in 0..p {
+            h[j * p + j] += mu;
+        }
+        h
+    }
+
+    #[test]
+    fn exact_and_sampled_hessians_match_serial_sums() {
+        let n = CHUNK_ROWS * 4 + 300;
+        let x: Vec<f64> = (0..n * 3)
+            .map(|i| ((i * 53 % 97) as f64 / 97.0 - 0.5) * 0.5)
+            .collect();
+        let y: Vec<f64> = (0..n)
+            .map(|i| if i % 4 == 0 { 1.0 } else { -1.0 })
+            .collect();
+        let data = Dataset::new(x, y, 3);
+        let theta = [0.7, -1.2, 0.4];
+        let all: Vec<usize> = (0..n).collect();
+        // Stride 3 selects chunks 0 and 3.
+        let sample: Vec<usize> = (0..CHUNK_ROWS)
+            .chain(3 * CHUNK_ROWS..4 * CHUNK_ROWS)
+            .collect();
+        for (rows, which, tol) in [
+            (CurvatureRows::All, &all, 1e-12),
+            (CurvatureRows::EveryNthChunk(3), &sample, 1e-5),
+        ] {
+            let (h, used) = hessian(&data, &theta, 0.05, rows);
+            assert_eq!(used, which.len());
+            let want = serial_hessian(&data, &theta, 0.05, which);
+            for (a, b) in h.iter().zip(&want) {
+                assert!(
+                    (a - b).abs() <= tol * b.abs().max(1e-3),
+                    "{rows:?}: {a} vs {b}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn chunked_evaluation_equals_serial_sum() {
         // More rows than one chunk, so the parallel split is exercised.
