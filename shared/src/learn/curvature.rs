@@ -24,7 +24,7 @@ use nalgebra::{DMatrix, DVector};
 /// Every this-many-th chunk is in the Hessian's sample.
 pub const SAMPLE_STRIDE: usize = 8;
 /// Data with fewer chunks than this gets the exact Hessian.
-pub const MIN_CHUNKS_TO_SAMPLE: usize = 32;
+pub const MIN_CHUNKS_TO_SAMPLE: usize = 16;
 /// The sample must have at least this many rows per dimension.
 pub const MIN_ROWS_PER_DIM: usize = 64;
 /// A sampled step must shrink ‖∇F‖ by at least this factor (and be a full step), or the fit
