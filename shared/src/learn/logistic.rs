@@ -380,6 +380,18 @@ mod tests {
         }
     }
 
+    /// n × p features ((i·a mod m)/m − ½)·scale (entry i, row-major) and label +1 on every
+    /// `every`-th row, −1 elsewhere: deterministic rows spanning several chunks.
+    fn patterned(n: usize, p: usize, (a, m): (usize, usize), scale: f64, every: usize) -> Dataset {
+        let x = (0..n * p)
+            .map(|i| ((i * a % m) as f64 / m as f64 - 0.5) * scale)
+            .collect();
+        let y = (0..n)
+            .map(|i| if i % every == 0 { 1.0 } else { -1.0 })
+            .collect();
+        Dataset::new(x, y, p)
+    }
+
     /// Σ ℓ''(mᵢ)xᵢxᵢᵀ/|rows| + μI over `rows`, one row at a time.
     fn serial_hessian(data: &Dataset, theta: &[f64], mu: f64, rows: &[usize]) -> Vec<f64> {
         let p = data.dim();
@@ -402,13 +414,7 @@ mod tests {
     #[test]
     fn exact_and_sampled_hessians_match_serial_sums() {
         let n = CHUNK_ROWS * 4 + 300;
-        let x: Vec<f64> = (0..n * 3)
-            .map(|i| ((i * 53 % 97) as f64 / 97.0 - 0.5) * 0.5)
-            .collect();
-        let y: Vec<f64> = (0..n)
-            .map(|i| if i % 4 == 0 { 1.0 } else { -1.0 })
-            .collect();
-        let data = Dataset::new(x, y, 3);
+        let data = patterned(n, 3, (53, 97), 0.5, 4);
         let theta = [0.7, -1.2, 0.4];
         let all: Vec<usize> = (0..n).collect();
         // Stride 3 selects chunks 0 and 3.
@@ -435,13 +441,7 @@ mod tests {
     fn chunked_evaluation_equals_serial_sum() {
         // More rows than one chunk, so the parallel split is exercised.
         let n = CHUNK_ROWS * 2 + 17;
-        let x: Vec<f64> = (0..n * 2)
-            .map(|i| ((i * 37 % 101) as f64 / 101.0 - 0.5) * 0.7)
-            .collect();
-        let y: Vec<f64> = (0..n)
-            .map(|i| if i % 3 == 0 { 1.0 } else { -1.0 })
-            .collect();
-        let data = Dataset::new(x, y, 2);
+        let data = patterned(n, 2, (37, 101), 0.7, 3);
         let theta = [0.8, -0.3];
         let e = evaluate(&data, &theta, Penalty::ridge(0.0), false);
         let serial: f64 = (0..n)
