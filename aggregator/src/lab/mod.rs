@@ -11,6 +11,7 @@
 
 pub mod bench;
 pub mod bench_fetch;
+pub mod bench_peer;
 pub mod demo;
 pub mod experiment;
 pub mod privacy;

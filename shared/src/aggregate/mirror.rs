@@ -7,6 +7,7 @@ use super::{AggregateError, check_order, validate};
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::classifier::LinearClassifier;
 use crate::learn::fastmath;
+use crate::learn::simd::{Kernel, vectorised};
 use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
 use rand::Rng;
 use rand::seq::SliceRandom;
@@ -177,46 +178,88 @@ fn block_losses(experts: &DMatrix<f64>, data: &Dataset, rows: &[usize], out: &mu
     let x_t = DMatrixView::from_slice(&xs, p, rows.len());
     let mut scores = DMatrixViewMut::from_slice(out, m, rows.len());
     scores.gemm(1.0, experts, &x_t, 0.0);
-    for (o, t) in out.chunks_mut(m).zip(rows) {
-        let y = data.label(*t);
-        for oi in o.iter_mut() {
-            *oi = fastmath::softplus(-y * *oi);
+    vectorised(Losses { data, rows, m, out });
+}
+
+/// ℓ(z, y) = softplus(−y z) in place over the scores of `rows` (row t of `out`: all M scores).
+struct Losses<'a> {
+    data: &'a Dataset,
+    rows: &'a [usize],
+    m: usize,
+    out: &'a mut [f64],
+}
+
+impl Kernel for Losses<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        for (o, t) in self.out.chunks_mut(self.m).zip(self.rows) {
+            let y = self.data.label(*t);
+            for oi in o.iter_mut() {
+                *oi = fastmath::softplus(-y * *oi);
+            }
         }
     }
 }
 
 /// Σ_t λ^(t) over the rows of `cumulative` (each row: S_t for all experts).
 fn softmax_sums(cumulative: &[f64], m: usize, beta: f64) -> Vec<f64> {
-    let mut acc = vec![0.0; m];
-    // Experts within the cutoff of the best, with their (then normalised) weight. After the first
-    // rows most experts fall outside it, so only a few exponentials are computed per row.
-    let mut live: Vec<(usize, f64)> = Vec::with_capacity(m);
-    let cutoff = NEGLIGIBLE_EXPONENT * beta;
-    let inv_beta = 1.0 / beta;
-    for s in cumulative.chunks(m) {
-        let min = row_min(s);
-        live.clear();
-        live.extend(
-            s.iter()
-                .enumerate()
-                .filter(|&(_, &v)| v - min <= cutoff)
-                .map(|(i, &v)| (i, v)),
-        );
-        let mut z = 0.0;
-        for (_, v) in live.iter_mut() {
-            *v = fastmath::exp_nonpositive((min - *v) * inv_beta);
-            z += *v;
+    vectorised(SoftmaxSums {
+        cumulative,
+        m,
+        beta,
+    })
+}
+
+struct SoftmaxSums<'a> {
+    cumulative: &'a [f64],
+    m: usize,
+    beta: f64,
+}
+
+impl Kernel for SoftmaxSums<'_> {
+    type Output = Vec<f64>;
+
+    #[inline(always)]
+    fn run(self) -> Vec<f64> {
+        let SoftmaxSums {
+            cumulative,
+            m,
+            beta,
+        } = self;
+        let mut acc = vec![0.0; m];
+        // Experts within the cutoff of the best, with their (then normalised) weight. After the first
+        // rows most experts fall outside it, so only a few exponentials are computed per row.
+        let mut live: Vec<(usize, f64)> = Vec::with_capacity(m);
+        let cutoff = NEGLIGIBLE_EXPONENT * beta;
+        let inv_beta = 1.0 / beta;
+        for s in cumulative.chunks(m) {
+            let min = row_min(s);
+            live.clear();
+            live.extend(
+                s.iter()
+                    .enumerate()
+                    .filter(|&(_, &v)| v - min <= cutoff)
+                    .map(|(i, &v)| (i, v)),
+            );
+            let mut z = 0.0;
+            for (_, v) in live.iter_mut() {
+                *v = fastmath::exp_nonpositive((min - *v) * inv_beta);
+                z += *v;
+            }
+            let inv = 1.0 / z;
+            for &(i, w) in &live {
+                acc[i] += w * inv;
+            }
         }
-        let inv = 1.0 / z;
-        for &(i, w) in &live {
-            acc[i] += w * inv;
-        }
+        acc
     }
-    acc
 }
 
 /// Minimum of a non-empty row, over four lanes so the loop vectorises (min is exact, so the lane
 /// split does not change the result).
+#[inline(always)]
 fn row_min(s: &[f64]) -> f64 {
     let mut lanes = [f64::INFINITY; 4];
     let chunks = s.chunks_exact(4);

@@ -14,6 +14,7 @@
 
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::fastmath;
+use crate::learn::simd::{Kernel, vectorised};
 use nalgebra::{DMatrix, DMatrixView};
 use rayon::prelude::*;
 
@@ -87,61 +88,199 @@ pub struct Evaluation {
 struct ChunkSums {
     loss: f64,
     grad: Vec<f64>,
-    hess: Option<Vec<f64>>,
 }
 
-/// Sums over rows `rows` of the loss, its gradient and (optionally) its Hessian, in four stages
-/// that each stream through the chunk: margins mᵢ = yᵢ⟨θ, xᵢ⟩; element-wise loss, slope and
-/// curvature (branch-free, so the loop vectorises); the gradient as Σ cᵢxᵢ; the Hessian as one
-/// matrix product Xᵀ diag(w) X.
-fn chunk_sums(
-    data: &Dataset,
-    rows: std::ops::Range<usize>,
-    theta: &[f64],
-    hessian: bool,
-) -> ChunkSums {
-    let p = theta.len();
-    let x = &data.features()[rows.start * p..rows.end * p];
-    let y = &data.labels()[rows];
-    let k = y.len();
-    let mut coef: Vec<f64> = x
-        .chunks_exact(p)
-        .zip(y)
-        .map(|(xi, yi)| yi * dot4(xi, theta))
-        .collect();
-    let mut losses = vec![0.0; k];
-    let mut curvature = vec![0.0; k];
-    for (((c, l), w), yi) in coef.iter_mut().zip(&mut losses).zip(&mut curvature).zip(y) {
-        let t = fastmath::logistic_terms(*c);
-        *l = t.loss;
-        *w = t.curvature;
-        // d/dz softplus(−y z) = −y σ(−m).
-        *c = -yi * t.slope;
+/// Margins mᵢ = yᵢ⟨θ, xᵢ⟩ of the rows of `x` (row-major, `theta.len()` columns) into `out`.
+#[inline(always)]
+fn margins_into(x: &[f64], y: &[f64], theta: &[f64], out: &mut [f64]) {
+    for ((m, xi), yi) in out.iter_mut().zip(x.chunks_exact(theta.len())).zip(y) {
+        *m = yi * dot4(xi, theta);
     }
-    let loss = losses.iter().sum();
-    let mut grad = vec![0.0; p];
-    for (xi, c) in x.chunks_exact(p).zip(&coef) {
-        for (g, v) in grad.iter_mut().zip(xi) {
-            *g += c * v;
+}
+
+/// The rows of one chunk and the point they are evaluated at.
+struct Chunk<'a> {
+    x: &'a [f64],
+    y: &'a [f64],
+    theta: &'a [f64],
+}
+
+impl<'a> Chunk<'a> {
+    fn new(data: &'a Dataset, rows: std::ops::Range<usize>, theta: &'a [f64]) -> Self {
+        let p = theta.len();
+        Chunk {
+            x: &data.features()[rows.start * p..rows.end * p],
+            y: &data.labels()[rows],
+            theta,
         }
     }
-    let hess = hessian.then(|| {
-        let scaled: Vec<f64> = x
-            .chunks_exact(p)
-            .zip(&curvature)
-            .flat_map(|(xi, w)| xi.iter().map(move |v| v * w))
-            .collect();
-        // Xᵀ as a p × k column-major view of the row-major chunk, and diag(w)X as k × p.
-        let xt = DMatrixView::from_slice(x, p, k);
-        let wx = DMatrixView::from_slice_with_strides(&scaled, k, p, p, 1);
-        let mut h = DMatrix::<f64>::zeros(p, p);
-        h.gemm(1.0, &xt, &wx, 0.0);
-        h.as_slice().to_vec()
-    });
-    ChunkSums { loss, grad, hess }
 }
 
-/// Evaluates F, ∇F and optionally ∇²F at `theta` in one pass over `data`.
+/// Rows per block of a gradient pass: small enough (≤ 256 kB at d = 100) that a block is still
+/// in the core's cache when the gradient loop reads it again after the margins loop, so a pass
+/// reads the data from memory once.
+const BLOCK_ROWS: usize = 256;
+
+/// Sums over one chunk of the loss and its gradient, per block of rows in three stages: margins;
+/// element-wise loss and slope (branch-free, so the loop vectorises); the gradient as Σ cᵢxᵢ.
+/// Rows are visited in order in every stage, so the sums do not depend on the block size.
+struct GradientSums<'a>(Chunk<'a>);
+
+impl Kernel for GradientSums<'_> {
+    type Output = ChunkSums;
+
+    #[inline(always)]
+    fn run(self) -> ChunkSums {
+        let Chunk { x, y, theta } = self.0;
+        let p = theta.len();
+        let mut losses = vec![0.0; y.len()];
+        let mut coef = [0.0; BLOCK_ROWS];
+        let mut grad = vec![0.0; p];
+        for ((xb, yb), lb) in x
+            .chunks(BLOCK_ROWS * p)
+            .zip(y.chunks(BLOCK_ROWS))
+            .zip(losses.chunks_mut(BLOCK_ROWS))
+        {
+            let coef = &mut coef[..yb.len()];
+            margins_into(xb, yb, theta, coef);
+            for ((c, l), yi) in coef.iter_mut().zip(lb.iter_mut()).zip(yb) {
+                let t = fastmath::logistic_terms(*c);
+                *l = t.loss;
+                // d/dz softplus(−y z) = −y σ(−m).
+                *c = -yi * t.slope;
+            }
+            for (xi, c) in xb.chunks_exact(p).zip(coef.iter()) {
+                for (g, v) in grad.iter_mut().zip(xi) {
+                    *g += c * v;
+                }
+            }
+        }
+        // Summed in row order after the loops, so the loops have no serial dependency.
+        let mut loss = 0.0;
+        for l in &losses {
+            loss += l;
+        }
+        ChunkSums { loss, grad }
+    }
+}
+
+/// diag(w)X for one chunk, wᵢ = ℓ''(mᵢ): the right factor of its Hessian Xᵀ diag(w) X.
+struct CurvatureScaled<'a>(Chunk<'a>);
+
+impl Kernel for CurvatureScaled<'_> {
+    type Output = Vec<f64>;
+
+    #[inline(always)]
+    fn run(self) -> Vec<f64> {
+        let Chunk { x, y, theta } = self.0;
+        let p = theta.len();
+        let mut w = vec![0.0; y.len()];
+        margins_into(x, y, theta, &mut w);
+        for wi in w.iter_mut() {
+            *wi = fastmath::logistic_terms(*wi).curvature;
+        }
+        let mut scaled = vec![0.0; x.len()];
+        for ((si, xi), wi) in scaled.chunks_exact_mut(p).zip(x.chunks_exact(p)).zip(&w) {
+            for (s, v) in si.iter_mut().zip(xi) {
+                *s = v * wi;
+            }
+        }
+        scaled
+    }
+}
+
+/// Σᵢ wᵢxᵢxᵢᵀ over one chunk as one matrix product Xᵀ diag(w) X (column-major p × p, both
+/// triangles).
+fn chunk_hessian(chunk: Chunk<'_>) -> DMatrix<f64> {
+    let (x, p, k) = (chunk.x, chunk.theta.len(), chunk.y.len());
+    let scaled = vectorised(CurvatureScaled(chunk));
+    // Xᵀ as a p × k column-major view of the row-major chunk, and diag(w)X as k × p.
+    let xt = DMatrixView::from_slice(x, p, k);
+    let wx = DMatrixView::from_slice_with_strides(&scaled, k, p, p, 1);
+    let mut h = DMatrix::<f64>::zeros(p, p);
+    h.gemm(1.0, &xt, &wx, 0.0);
+    h
+}
+
+/// [`chunk_hessian`] in single precision (f32 products, f32 sums over the chunk's rows), for a
+/// sampled Hessian, whose sampling error (~1e-2) dwarfs f32 rounding (~1e-6 over a chunk).
+fn chunk_hessian_f32(chunk: Chunk<'_>) -> DMatrix<f64> {
+    let (x, p, k) = (chunk.x, chunk.theta.len(), chunk.y.len());
+    let scaled = vectorised(CurvatureScaled(chunk));
+    let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+    let s32: Vec<f32> = scaled.iter().map(|&v| v as f32).collect();
+    let xt = DMatrixView::from_slice(&x32, p, k);
+    let wx = DMatrixView::from_slice_with_strides(&s32, k, p, p, 1);
+    let mut h = DMatrix::<f32>::zeros(p, p);
+    h.gemm(1.0, &xt, &wx, 0.0);
+    h.map(f64::from)
+}
+
+/// Which rows the Hessian is formed over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CurvatureRows {
+    /// Every row: the exact ∇²F.
+    All,
+    /// The rows of every `stride`-th chunk of [`CHUNK_ROWS`] rows (chunks 0, stride, 2·stride, …),
+    /// a deterministic sub-sample: (1/|S|) Σ_{i∈S} ℓ''ᵢxᵢxᵢᵀ + μI estimates ∇²F.
+    EveryNthChunk(usize),
+}
+
+impl CurvatureRows {
+    /// The chunks of an n-row data set this selects.
+    fn chunks(self, n: usize) -> impl Iterator<Item = usize> {
+        let stride = match self {
+            CurvatureRows::All => 1,
+            CurvatureRows::EveryNthChunk(s) => s.max(1),
+        };
+        (0..n.div_ceil(CHUNK_ROWS)).step_by(stride)
+    }
+}
+
+fn chunk_range(c: usize, n: usize) -> std::ops::Range<usize> {
+    c * CHUNK_ROWS..((c + 1) * CHUNK_ROWS).min(n)
+}
+
+/// The Hessian (row-major p × p) of F at `theta` over the rows `rows` selects: (1/|S|) Σ_{i∈S}
+/// ℓ''ᵢxᵢxᵢᵀ + μI, chunk results summed in chunk order (bit-identical for any thread count), with
+/// the number of rows |S| it used. With [`CurvatureRows::All`] this is exactly ∇²F.
+///
+/// # Panics
+/// If `theta` does not have the data's dimension.
+pub fn hessian(data: &Dataset, theta: &[f64], mu: f64, rows: CurvatureRows) -> (Vec<f64>, usize) {
+    let p = data.dim();
+    assert_eq!(theta.len(), p, "θ has the wrong dimension");
+    let n = data.len();
+    let selected: Vec<usize> = rows.chunks(n).collect();
+    let parts: Vec<DMatrix<f64>> = selected
+        .par_iter()
+        .map(|&c| {
+            let chunk = Chunk::new(data, chunk_range(c, n), theta);
+            if rows == CurvatureRows::All {
+                chunk_hessian(chunk)
+            } else {
+                chunk_hessian_f32(chunk)
+            }
+        })
+        .collect();
+    let mut total = vec![0.0; p * p];
+    for h in &parts {
+        add_into(&mut total, h.as_slice());
+    }
+    let used: usize = selected.iter().map(|&c| chunk_range(c, n).len()).sum();
+    let inv = if used == 0 { 0.0 } else { 1.0 / used as f64 };
+    // Symmetrise (the matrix product need not round both triangles alike) and add μI.
+    let mut out = vec![0.0; p * p];
+    for j in 0..p {
+        for l in 0..p {
+            out[j * p + l] = 0.5 * (total[j * p + l] + total[l * p + j]) * inv;
+        }
+        out[j * p + j] += mu;
+    }
+    (out, used)
+}
+
+/// Evaluates F, ∇F and optionally the exact ∇²F ([`hessian`] over all rows) at `theta`.
 ///
 /// # Panics
 /// If `theta` (or the linear term) does not have the data's dimension — a programming error.
@@ -151,32 +290,18 @@ pub fn evaluate(data: &Dataset, theta: &[f64], penalty: Penalty<'_>, hessian: bo
     let n = data.len();
     let chunks: Vec<ChunkSums> = (0..n.div_ceil(CHUNK_ROWS))
         .into_par_iter()
-        .map(|c| {
-            chunk_sums(
-                data,
-                c * CHUNK_ROWS..((c + 1) * CHUNK_ROWS).min(n),
-                theta,
-                hessian,
-            )
-        })
+        .map(|c| vectorised(GradientSums(Chunk::new(data, chunk_range(c, n), theta))))
         .collect();
-    let mut total = ChunkSums {
-        loss: 0.0,
-        grad: vec![0.0; p],
-        hess: hessian.then(|| vec![0.0; p * p]),
-    };
+    let mut loss = 0.0;
+    let mut grad = vec![0.0; p];
     for c in &chunks {
-        total.loss += c.loss;
-        add_into(&mut total.grad, &c.grad);
-        if let (Some(t), Some(h)) = (total.hess.as_mut(), c.hess.as_ref()) {
-            add_into(t, h);
-        }
+        loss += c.loss;
+        add_into(&mut grad, &c.grad);
     }
     let inv_n = if n == 0 { 0.0 } else { 1.0 / n as f64 };
     let mu = penalty.mu;
-    let mut value = total.loss * inv_n + 0.5 * mu * dot(theta, theta);
-    let mut gradient: Vec<f64> = total
-        .grad
+    let mut value = loss * inv_n + 0.5 * mu * dot(theta, theta);
+    let mut gradient: Vec<f64> = grad
         .iter()
         .zip(theta)
         .map(|(g, t)| g * inv_n + mu * t)
@@ -188,17 +313,7 @@ pub fn evaluate(data: &Dataset, theta: &[f64], penalty: Penalty<'_>, hessian: bo
             *g += bj * inv_n;
         }
     }
-    let hessian = total.hess.map(|h| {
-        // Symmetrise (the matrix product need not round both triangles alike) and add μI.
-        let mut out = vec![0.0; p * p];
-        for j in 0..p {
-            for l in 0..p {
-                out[j * p + l] = 0.5 * (h[j * p + l] + h[l * p + j]) * inv_n;
-            }
-            out[j * p + j] += mu;
-        }
-        out
-    });
+    let hessian = hessian.then(|| self::hessian(data, theta, mu, CurvatureRows::All).0);
     Evaluation {
         value,
         gradient,
@@ -265,17 +380,68 @@ mod tests {
         }
     }
 
+    /// n × p features ((i·a mod m)/m − ½)·scale (entry i, row-major) and label +1 on every
+    /// `every`-th row, −1 elsewhere: deterministic rows spanning several chunks.
+    fn patterned(n: usize, p: usize, (a, m): (usize, usize), scale: f64, every: usize) -> Dataset {
+        let x = (0..n * p)
+            .map(|i| ((i * a % m) as f64 / m as f64 - 0.5) * scale)
+            .collect();
+        let y = (0..n)
+            .map(|i| if i % every == 0 { 1.0 } else { -1.0 })
+            .collect();
+        Dataset::new(x, y, p)
+    }
+
+    /// Σ ℓ''(mᵢ)xᵢxᵢᵀ/|rows| + μI over `rows`, one row at a time.
+    fn serial_hessian(data: &Dataset, theta: &[f64], mu: f64, rows: &[usize]) -> Vec<f64> {
+        let p = data.dim();
+        let mut h = vec![0.0; p * p];
+        for &i in rows {
+            let m = data.label(i) * dot(data.row(i), theta);
+            let w = fastmath::logistic_terms(m).curvature;
+            for j in 0..p {
+                for l in 0..p {
+                    h[j * p + l] += w * data.row(i)[j] * data.row(i)[l] / rows.len() as f64;
+                }
+            }
+        }
+        for j in 0..p {
+            h[j * p + j] += mu;
+        }
+        h
+    }
+
+    #[test]
+    fn exact_and_sampled_hessians_match_serial_sums() {
+        let n = CHUNK_ROWS * 4 + 300;
+        let data = patterned(n, 3, (53, 97), 0.5, 4);
+        let theta = [0.7, -1.2, 0.4];
+        let all: Vec<usize> = (0..n).collect();
+        // Stride 3 selects chunks 0 and 3.
+        let sample: Vec<usize> = (0..CHUNK_ROWS)
+            .chain(3 * CHUNK_ROWS..4 * CHUNK_ROWS)
+            .collect();
+        for (rows, which, tol) in [
+            (CurvatureRows::All, &all, 1e-12),
+            (CurvatureRows::EveryNthChunk(3), &sample, 1e-5),
+        ] {
+            let (h, used) = hessian(&data, &theta, 0.05, rows);
+            assert_eq!(used, which.len());
+            let want = serial_hessian(&data, &theta, 0.05, which);
+            for (a, b) in h.iter().zip(&want) {
+                assert!(
+                    (a - b).abs() <= tol * b.abs().max(1e-3),
+                    "{rows:?}: {a} vs {b}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn chunked_evaluation_equals_serial_sum() {
         // More rows than one chunk, so the parallel split is exercised.
         let n = CHUNK_ROWS * 2 + 17;
-        let x: Vec<f64> = (0..n * 2)
-            .map(|i| ((i * 37 % 101) as f64 / 101.0 - 0.5) * 0.7)
-            .collect();
-        let y: Vec<f64> = (0..n)
-            .map(|i| if i % 3 == 0 { 1.0 } else { -1.0 })
-            .collect();
-        let data = Dataset::new(x, y, 2);
+        let data = patterned(n, 2, (37, 101), 0.7, 3);
         let theta = [0.8, -0.3];
         let e = evaluate(&data, &theta, Penalty::ridge(0.0), false);
         let serial: f64 = (0..n)

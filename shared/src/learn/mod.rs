@@ -2,7 +2,9 @@
 //!
 //! - [`fastmath`]: branch-free `exp`/`log1p` on the ranges the logistic loss needs.
 //! - [`logistic`]: stable loss, gradient and Hessian of the (possibly perturbed) objective.
-//! - [`solver`]: damped Newton to a certified gradient tolerance.
+//! - [`solver`]: damped Newton to a certified gradient tolerance; [`curvature`]: its exact or
+//!   sub-sampled Hessian.
+//! - [`simd`]: runtime dispatch of the pass loops to AVX2 + FMA, bit-identical, no `unsafe`.
 //! - [`classifier`]: [`classifier::LinearClassifier`], the fitted model every layer passes around.
 //!
 //! Mechanisms in [`crate::privacy::mechanism`] call [`solver::minimise`] with the penalty their
@@ -10,6 +12,8 @@
 //! declared once in [`crate::privacy::guarantee`].
 
 pub mod classifier;
+pub mod curvature;
 pub mod fastmath;
 pub mod logistic;
+pub mod simd;
 pub mod solver;

@@ -1,17 +1,32 @@
 //! Damped Newton solver for the (possibly perturbed) L2-regularised logistic objective.
 //!
 //! Minimises F(θ) = (1/n) Σ log(1 + exp(−yᵢ⟨θ,xᵢ⟩)) + (μ/2)||θ||² + (1/n) bᵀθ (see
-//! [`crate::learn::logistic`]). Each iteration makes one pass over the data computing F, ∇F and ∇²F at the
-//! candidate point, solves the Newton system by Cholesky, and backtracks (Armijo) when a step does
-//! not decrease F. With μ > 0 the objective is strongly convex and Newton converges quadratically;
-//! convergence means ||∇F||₂ ≤ `tolerance` (default 1e-8). A problem that does not converge within
-//! the iteration budget (e.g. separable data with μ = 0, whose minimiser is at infinity) is reported
-//! as [`SolverError::NotConverged`], never returned as if it were an optimum.
+//! [`crate::learn::logistic`]). Each iteration forms a Hessian at the current point — the exact
+//! ∇²F, or on large data one over a fixed sub-sample of the rows ([`crate::learn::curvature`]) —,
+//! solves the Newton system by Cholesky, and backtracks (Armijo) from the full step, evaluating
+//! only F and ∇F at each candidate (a Hessian is formed only at accepted points that are not yet
+//! optimal, never at a rejected candidate or at the final point). With μ > 0 the objective is
+//! strongly convex; with the exact Hessian Newton converges quadratically, with the sampled one
+//! linearly at a rate near its relative error. Convergence means ||∇F||₂ ≤ `tolerance` (default
+//! 1e-8) for the exact gradient of the exact objective over every row. A problem that does not
+//! converge within the iteration budget (e.g. separable data with μ = 0, whose minimiser is at
+//! infinity) is reported as [`SolverError::NotConverged`], never returned as if it were an optimum.
+//!
+//! **Why the privacy proofs are unaffected by how the step is computed.** Every guarantee that
+//! rests on this solver (objective perturbation with its output stage,
+//! `docs/proofs/objective-perturbation-inexact.md`; output perturbation,
+//! `docs/proofs/output-perturbation-snapping.md`) uses only two facts: the solver is a
+//! deterministic function of its input (data, penalty, start), and the point it returns has
+//! ‖∇F‖₂ ≤ γ = `tolerance` for the exact F, so by μ-strong convexity it is within γ/μ of the
+//! exact minimiser. The Hessian only chooses search directions. The sampled Hessian is formed
+//! over fixed chunks (no randomness), the switch to the exact Hessian depends on computed values
+//! only, and all sums run in chunk order, so the solver stays deterministic and bit-identical for
+//! any thread count; the stopping test is unchanged. Both facts therefore hold as before.
 
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::classifier::LinearClassifier;
+use crate::learn::curvature::Curvature;
 use crate::learn::logistic::{Evaluation, Penalty, evaluate};
-use nalgebra::{DMatrix, DVector};
 
 /// Solver settings.
 #[derive(Debug, Clone, Copy)]
@@ -42,8 +57,10 @@ pub struct Fit {
     pub gradient_norm: f64,
     /// Newton iterations taken.
     pub iterations: usize,
-    /// Passes over the data (one per objective evaluation).
+    /// Passes over the data computing F and ∇F (one per objective evaluation).
     pub passes: usize,
+    /// Rows over which Hessians were formed, summed over iterations (n per exact Hessian).
+    pub hessian_rows: usize,
 }
 
 impl Fit {
@@ -107,6 +124,17 @@ pub fn minimise_from(
     options: SolverOptions,
     start: &[f64],
 ) -> Result<Fit, SolverError> {
+    minimise_with(data, penalty, options, start, Curvature::for_data(data))
+}
+
+/// [`minimise_from`] with the given choice of Hessian.
+pub(crate) fn minimise_with(
+    data: &Dataset,
+    penalty: Penalty<'_>,
+    options: SolverOptions,
+    start: &[f64],
+    mut curvature: Curvature,
+) -> Result<Fit, SolverError> {
     if data.is_empty() {
         return Err(SolverError::EmptyData);
     }
@@ -116,8 +144,9 @@ pub fn minimise_from(
     } else {
         vec![0.0; p]
     };
-    let mut current = evaluate(data, &theta, penalty, true);
+    let mut current = evaluate(data, &theta, penalty, false);
     let mut passes = 1;
+    let mut hessian_rows = 0;
     for iteration in 0..=options.max_iterations {
         if !current.value.is_finite() || current.gradient.iter().any(|g| !g.is_finite()) {
             return Err(SolverError::NonFinite);
@@ -130,48 +159,71 @@ pub fn minimise_from(
                 gradient_norm: gnorm,
                 iterations: iteration,
                 passes,
+                hessian_rows,
             });
         }
         if iteration == options.max_iterations {
             break;
         }
-        let direction =
-            newton_direction(&current, p).ok_or(SolverError::NotPositiveDefinite { iteration })?;
-        let slope = dot(&current.gradient, &direction);
-        let mut step = 1.0;
-        loop {
-            let candidate: Vec<f64> = theta
-                .iter()
-                .zip(&direction)
-                .map(|(t, d)| t + step * d)
-                .collect();
-            let next = evaluate(data, &candidate, penalty, true);
-            passes += 1;
-            // Armijo decrease; near the optimum F is flat to rounding, so also accept a step that
-            // reduces the gradient norm when the predicted decrease is below F's resolution.
-            let armijo = next.value <= current.value + 1e-4 * step * slope;
-            let flat =
-                -slope <= 1e-13 * (1.0 + current.value.abs()) && norm(&next.gradient) < gnorm;
-            if armijo || flat {
-                theta = candidate;
-                current = next;
-                break;
-            }
-            step *= 0.5;
-            if step < 1e-12 {
-                return Err(SolverError::NotConverged {
-                    iterations: iteration,
-                    gradient_norm: gnorm,
-                    tolerance: options.tolerance,
-                });
-            }
+        let (direction, rows) = curvature
+            .direction(data, &theta, penalty.mu, &current.gradient)
+            .ok_or(SolverError::NotPositiveDefinite { iteration })?;
+        hessian_rows += rows;
+        let (step, next, tried) = line_search(data, penalty, &theta, &direction, &current).ok_or(
+            SolverError::NotConverged {
+                iterations: iteration,
+                gradient_norm: gnorm,
+                tolerance: options.tolerance,
+            },
+        )?;
+        passes += tried;
+        curvature.observe(step, gnorm, norm(&next.gradient));
+        for (t, d) in theta.iter_mut().zip(&direction) {
+            *t += step * d;
         }
+        current = next;
     }
     Err(SolverError::NotConverged {
         iterations: options.max_iterations,
         gradient_norm: norm(&current.gradient),
         tolerance: options.tolerance,
     })
+}
+
+/// Armijo backtracking from the full Newton step: the accepted step length, the evaluation there
+/// (value and gradient only) and the number of evaluations tried; `None` when the step shrank
+/// below 1e-12 without an acceptable point.
+fn line_search(
+    data: &Dataset,
+    penalty: Penalty<'_>,
+    theta: &[f64],
+    direction: &[f64],
+    current: &Evaluation,
+) -> Option<(f64, Evaluation, usize)> {
+    let gnorm = norm(&current.gradient);
+    let slope = dot(&current.gradient, direction);
+    let mut step = 1.0;
+    let mut tried = 0;
+    loop {
+        let candidate: Vec<f64> = theta
+            .iter()
+            .zip(direction)
+            .map(|(t, d)| t + step * d)
+            .collect();
+        let next = evaluate(data, &candidate, penalty, false);
+        tried += 1;
+        // Armijo decrease; near the optimum F is flat to rounding, so also accept a step that
+        // reduces the gradient norm when the predicted decrease is below F's resolution.
+        let armijo = next.value <= current.value + 1e-4 * step * slope;
+        let flat = -slope <= 1e-13 * (1.0 + current.value.abs()) && norm(&next.gradient) < gnorm;
+        if armijo || flat {
+            return Some((step, next, tried));
+        }
+        step *= 0.5;
+        if step < 1e-12 {
+            return None;
+        }
+    }
 }
 
 /// Non-private L2-regularised logistic regression: argmin (1/n)Σℓ + (λ/2)||θ||².
@@ -187,17 +239,6 @@ pub fn fit_logistic_from(data: &Dataset, lambda: f64, start: &[f64]) -> Result<F
         SolverOptions::default(),
         start,
     )
-}
-
-/// Solves ∇²F d = −∇F by Cholesky; `None` when the Hessian is not positive definite.
-fn newton_direction(e: &Evaluation, p: usize) -> Option<Vec<f64>> {
-    let h = e.hessian.as_ref()?;
-    let chol = DMatrix::from_row_slice(p, p, h).cholesky()?;
-    let g = DVector::from_iterator(p, e.gradient.iter().map(|g| -g));
-    let d = chol.solve(&g);
-    d.iter()
-        .all(|v| v.is_finite())
-        .then(|| d.iter().copied().collect())
 }
 
 #[cfg(test)]
