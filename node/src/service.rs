@@ -187,12 +187,19 @@ fn summary(stored: &StoredData) -> Result<pb::DataReleaseBody, Status> {
 }
 
 impl NodeService {
-    /// Records one call in the node's metrics (method, status code, latency).
-    fn observe<T>(&self, rpc: Rpc, start: Instant, result: &Result<T, Status>) {
+    /// Runs one RPC's work and records its status code and latency in the metrics.
+    async fn timed<T>(
+        &self,
+        rpc: Rpc,
+        work: impl std::future::Future<Output = Result<T, Status>>,
+    ) -> Result<T, Status> {
+        let start = Instant::now();
+        let result = work.await;
         let code = result
             .as_ref()
             .map_or_else(Status::code, |_| tonic::Code::Ok);
         self.node.metrics.rpc(rpc, code, start.elapsed());
+        result
     }
 
     async fn describe_inner(
@@ -467,69 +474,54 @@ impl OrganisationNode for NodeService {
         &self,
         request: Request<pb::DescribeRequest>,
     ) -> Result<Response<pb::DescribeResponse>, Status> {
-        let start = Instant::now();
-        let result = self.describe_inner(request).await;
-        self.observe(Rpc::Describe, start, &result);
-        result
+        self.timed(Rpc::Describe, self.describe_inner(request))
+            .await
     }
 
     async fn list_learners(
         &self,
         request: Request<pb::ListLearnersRequest>,
     ) -> Result<Response<pb::ListLearnersResponse>, Status> {
-        let start = Instant::now();
-        let result = self.list_learners_inner(request).await;
-        self.observe(Rpc::ListLearners, start, &result);
-        result
+        self.timed(Rpc::ListLearners, self.list_learners_inner(request))
+            .await
     }
 
     async fn get_learner(
         &self,
         request: Request<pb::GetLearnerRequest>,
     ) -> Result<Response<pb::PrivateLearner>, Status> {
-        let start = Instant::now();
-        let result = self.get_learner_inner(request).await;
-        self.observe(Rpc::GetLearner, start, &result);
-        result
+        self.timed(Rpc::GetLearner, self.get_learner_inner(request))
+            .await
     }
 
     async fn publish_learner(
         &self,
         request: Request<pb::PublishLearnerRequest>,
     ) -> Result<Response<pb::PrivateLearner>, Status> {
-        let start = Instant::now();
-        let result = self.publish_learner_inner(request).await;
-        self.observe(Rpc::PublishLearner, start, &result);
-        result
+        self.timed(Rpc::PublishLearner, self.publish_learner_inner(request))
+            .await
     }
 
     async fn publish_data(
         &self,
         request: Request<pb::PublishDataRequest>,
     ) -> Result<Response<pb::DataRelease>, Status> {
-        let start = Instant::now();
-        let result = self.publish_data_inner(request).await;
-        self.observe(Rpc::PublishData, start, &result);
-        result
+        self.timed(Rpc::PublishData, self.publish_data_inner(request))
+            .await
     }
 
     async fn get_data(
         &self,
         request: Request<pb::GetDataRequest>,
     ) -> Result<Response<pb::DataRelease>, Status> {
-        let start = Instant::now();
-        let result = self.get_data_inner(request).await;
-        self.observe(Rpc::GetData, start, &result);
-        result
+        self.timed(Rpc::GetData, self.get_data_inner(request)).await
     }
 
     async fn list_data(
         &self,
         request: Request<pb::ListDataRequest>,
     ) -> Result<Response<pb::ListDataResponse>, Status> {
-        let start = Instant::now();
-        let result = self.list_data_inner(request).await;
-        self.observe(Rpc::ListData, start, &result);
-        result
+        self.timed(Rpc::ListData, self.list_data_inner(request))
+            .await
     }
 }
