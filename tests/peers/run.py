@@ -3,7 +3,7 @@
     python tests/peers/run.py RESULTS_DIR
 
 RESULTS_DIR is the output of `dpagg-aggregator experiment learners --out RESULTS_DIR`. The script
-reads its splits.csv (every trial's training and test rows, and a seed), synthetic.csv and
+reads its splits.csv (every trial's training and test rows, and a seed), synthetic.csv, clinic.csv and
 learners_trials.csv, trains diffprivlib's LogisticRegression on each trial's training rows at each
 epsilon of the experiment, and writes
 
@@ -56,8 +56,8 @@ def real_rows(name):
     return Z / np.maximum(1.0, norm)[:, None], y
 
 
-def synthetic_rows(results):
-    with open(results / "synthetic.csv", newline="") as f:
+def generated_rows(results, name):
+    with open(results / f"{name}.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     X = np.array([[float(v) for k, v in r.items() if k != "label"] for r in rows])
     y = np.array([int(float(r["label"])) for r in rows])
@@ -71,7 +71,8 @@ def read_trials(path):
 
 def run_peer(results, epsilons):
     data = {name: real_rows(name) for name in DATA}
-    data["synthetic"] = synthetic_rows(results)
+    for name in ["synthetic", "clinic"]:
+        data[name] = generated_rows(results, name)
     out = []
     with open(results / "splits.csv", newline="") as f:
         for s in csv.DictReader(f):
@@ -142,7 +143,7 @@ def must_show(cells):
 
 def everything(cells, epsilons, learners):
     lines = []
-    for data in ["diabetes", "breast-cancer", "synthetic"]:
+    for data in ["diabetes", "breast-cancer", "synthetic", "clinic"]:
         for size in ["org", "all"]:
             lines += ["", f"**{data}, {size}**", "",
                       "| learner | " + " | ".join(f"ε = {fmt_eps(e)}" for e in epsilons) + " |",

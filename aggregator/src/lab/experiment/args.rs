@@ -143,6 +143,14 @@ pub(super) struct UtilityArgs {
     /// With --dataset: fraction of each class held out as the test set [default: 0.2].
     #[arg(long, requires = "dataset")]
     pub(super) test_fraction: Option<f64>,
+    /// The mechanism every node (and the trusted curator) releases, λ = auto (names: `privacy
+    /// mechanisms`).
+    #[arg(long, default_value = "objective-perturbation")]
+    pub(super) mechanism: String,
+    /// δ of the nodes' releases: 0 for the ε-DP default; an (ε, δ) mechanism such as `langevin` or
+    /// `dp-sgd` needs δ > 0 (e.g. 1e-5).
+    #[arg(long, default_value_t = 0.0)]
+    pub(super) delta: f64,
 }
 
 /// Arguments of `experiment synthetic`.

@@ -7,12 +7,17 @@
 //! trusted-curator reference), and a random subset of one organisation's size (60 / 40) is the
 //! "org" training set. Synthetic data (seed 001 §5.1) is drawn once from the seed: the 500 + 500
 //! test points are fixed, "all" is the 5,000 training points and "org" 50 of them per trial.
-//! Row indices refer to the bundled CSV files (0-based, header excluded) and, for synthetic
-//! data, to `synthetic.csv` (training points first).
+//! The clinic scenario ([`dpagg_shared::data::clinic`]) is drawn once too: 5,000 fixed test rows,
+//! "all" is the nine hospitals' 18,000 training rows and "org" one hospital's 2,000 per trial.
+//! Row indices refer to the bundled CSV files (0-based, header excluded) and, for generated
+//! data, to `synthetic.csv` / `clinic.csv` (training rows first).
 
 use super::figures::csv_text;
 use anyhow::Result;
 use dpagg_shared::data::bundled::Bundled;
+use dpagg_shared::data::clinic::{
+    CLINIC_HOSPITAL_ROWS, CLINIC_HOSPITALS, CLINIC_TEST_ROWS, clinic_rows,
+};
 use dpagg_shared::data::dataset::Dataset;
 use dpagg_shared::data::synthetic::{SyntheticSpec, generate};
 use dpagg_shared::privacy::noise::{derive_seed, derived_rng};
@@ -29,7 +34,7 @@ pub(super) mod purpose {
 
 /// A dataset of the experiment with the rows under each map.
 pub(super) struct LearnerData {
-    /// `diabetes`, `breast-cancer` or `synthetic`.
+    /// `diabetes`, `breast-cancer`, `synthetic` or `clinic`.
     pub(super) name: &'static str,
     /// Index in the seed path.
     pub(super) index: u64,
@@ -39,6 +44,10 @@ pub(super) struct LearnerData {
     pub(super) paper: Dataset,
     /// Training rows of one organisation in the paper's setup.
     pub(super) per_org: usize,
+    /// Whether learners also train on all training rows (the trusted-curator reference). The
+    /// clinic's 18,000 rows are left out: its curator is `experiment utility`'s column, and each
+    /// of its releases costs as much as 300 Diabetes ones.
+    pub(super) with_all: bool,
     /// How the test set is drawn.
     test: Test,
 }
@@ -75,23 +84,63 @@ impl LearnerData {
                     ball: b.load().0,
                     paper: b.load_paper().0,
                     per_org: split.per_org,
+                    with_all: true,
                     test: Test::Stratified(split.test_positive, split.test_negative),
                 }
             })
             .collect();
         let spec = SyntheticSpec::default();
         let s = generate(&spec, &mut derived_rng(seed, &[2, purpose::DATA]));
-        let train = s.train.len();
-        let rows = Dataset::concat([&s.train, &s.test]);
-        out.push(LearnerData {
-            name: "synthetic",
-            index: 2,
+        let mut synthetic = Self::generated("synthetic", 2, &s.train, &s.test, s.train.len() / 100);
+        synthetic.with_all = true;
+        out.push(synthetic);
+        let mut rng = derived_rng(seed, &[3, purpose::DATA]);
+        let train = clinic_rows(CLINIC_HOSPITALS * CLINIC_HOSPITAL_ROWS, &mut rng);
+        let test = clinic_rows(CLINIC_TEST_ROWS, &mut rng);
+        out.push(Self::generated(
+            "clinic",
+            3,
+            &train,
+            &test,
+            CLINIC_HOSPITAL_ROWS,
+        ));
+        out
+    }
+
+    /// A generated dataset: fixed `test` rows after the `train` rows, already in the unit ball
+    /// (one map for every learner); "org" size only.
+    fn generated(
+        name: &'static str,
+        index: u64,
+        train: &Dataset,
+        test: &Dataset,
+        per_org: usize,
+    ) -> LearnerData {
+        let rows = Dataset::concat([train, test]);
+        LearnerData {
+            name,
+            index,
             paper: rows.clone(),
             ball: rows,
-            per_org: train / 100,
-            test: Test::Fixed((train..train + s.test.len()).collect()),
-        });
-        out
+            per_org,
+            with_all: false,
+            test: Test::Fixed((train.len()..train.len() + test.len()).collect()),
+        }
+    }
+
+    /// The training sizes learners see, with their rows in `split`: "org", and "all" unless the
+    /// dataset leaves it out.
+    pub(super) fn sizes<'a>(&self, split: &'a Split) -> Vec<(&'static str, &'a [usize])> {
+        let mut sizes = vec![("org", split.org.as_slice())];
+        if self.with_all {
+            sizes.push(("all", split.all.as_slice()));
+        }
+        sizes
+    }
+
+    /// Whether the rows are generated (written to `<name>.csv` for peers) rather than bundled.
+    pub(super) fn is_generated(&self) -> bool {
+        matches!(self.test, Test::Fixed(_))
     }
 
     /// Trial `t`'s split (a function of the seed, the dataset and t only).
@@ -125,8 +174,8 @@ impl LearnerData {
         Split { test, org, all }
     }
 
-    /// `synthetic.csv`: the synthetic rows (x0 … x9, label), training points first; empty for the
-    /// real datasets, whose rows are the bundled CSV files.
+    /// `<name>.csv` of a generated dataset: its rows (x0, x1, …, label), training rows first. The
+    /// real datasets' rows are the bundled CSV files.
     pub(super) fn rows_csv(&self) -> Result<Vec<u8>> {
         let dim = self.ball.dim();
         let mut header: Vec<String> = (0..dim).map(|j| format!("x{j}")).collect();
@@ -161,7 +210,7 @@ pub(super) fn split_lines(seed: u64, data: &LearnerData, t: usize, s: &Split) ->
             .collect::<Vec<_>>()
             .join(" ")
     };
-    [("org", &s.org), ("all", &s.all)]
+    data.sizes(s)
         .into_iter()
         .map(|(size, train)| {
             vec![
@@ -188,6 +237,7 @@ mod tests {
             let (all, org) = match d.name {
                 "diabetes" => (600, 60),
                 "breast-cancer" => (400, 40),
+                "clinic" => (18_000, 2_000),
                 _ => (5000, 50),
             };
             assert_eq!((s.all.len(), s.org.len()), (all, org), "{}", d.name);
@@ -195,12 +245,13 @@ mod tests {
             assert!(s.org.iter().all(|i| s.all.binary_search(i).is_ok()));
             assert!(s.test.iter().all(|i| s.all.binary_search(i).is_err()));
             let pos = s.test.iter().filter(|&&i| d.ball.label(i) == 1.0).count();
-            let want = match d.name {
-                "diabetes" => 84,
-                "breast-cancer" => 85,
-                _ => 500,
-            };
-            assert_eq!(pos, want, "{}", d.name);
+            match d.name {
+                "diabetes" => assert_eq!(pos, 84),
+                "breast-cancer" => assert_eq!(pos, 85),
+                "synthetic" => assert_eq!(pos, 500),
+                // Balanced by symmetry, drawn at random.
+                _ => assert!((2_300..2_700).contains(&pos), "clinic test positives {pos}"),
+            }
             // A function of (seed, dataset, trial) only.
             let again = d.split(1, 3);
             assert_eq!((&s.test, &s.org), (&again.test, &again.org));

@@ -1,14 +1,15 @@
 //! `experiment learners`: the accuracy of each individual private learner, per mechanism and ε, on
-//! Diabetes, Breast Cancer and synthetic data, at one organisation's size (60 / 40 / 50 rows) and
-//! on all training rows (600 / 400 / 5,000, the trusted-curator reference). No aggregation: this
-//! is what one organisation's release is worth.
+//! Diabetes, Breast Cancer, synthetic data and the clinic scenario, at one organisation's size
+//! (60 / 40 / 50 / 2,000 rows) and, except for the clinic, on all training rows (600 / 400 /
+//! 5,000, the trusted-curator reference). No aggregation: this is what one organisation's release
+//! is worth.
 //!
 //! Every learner runs with the defaults a user gets (λ = auto, the schema's ball map), except the
 //! last row, the paper's setup as dpagg ran it before issue 11 (CMS 2011 Algorithm 2, λ = 0.01,
 //! paper map), and the non-private reference. Outputs: `learners.csv` (mean, sd and standard error
 //! over trials), `learners_trials.csv` (every trial, for paired comparisons), `learners.md`
 //! (printed too), `learners_org.{svg,png}` and `learners_all.{svg,png}`, and for peers
-//! `splits.csv` (each trial's training and test rows, and a seed) and `synthetic.csv`.
+//! `splits.csv` (each trial's training and test rows, and a seed), `synthetic.csv` and `clinic.csv`.
 //! `tests/peers/run.py` trains diffprivlib on exactly these rows and adds its column.
 
 use super::args::LearnersArgs;
@@ -172,7 +173,7 @@ pub(super) fn run(args: LearnersArgs, stdout: &mut Out) -> Result<()> {
     write!(stdout, "{md}")?;
     writeln!(
         stdout,
-        "\nwrote learners.csv, learners_trials.csv, learners.md, figures, splits.csv and synthetic.csv to {} in {:.1} s",
+        "\nwrote learners.csv, learners_trials.csv, learners.md, figures, splits.csv, synthetic.csv and clinic.csv to {} in {:.1} s",
         args.out.display(),
         start.elapsed().as_secs_f64()
     )?;
@@ -182,7 +183,7 @@ pub(super) fn run(args: LearnersArgs, stdout: &mut Out) -> Result<()> {
 /// Every learner at every ε on both training sizes of one trial.
 fn trial(args: &LearnersArgs, d: &LearnerData, t: usize, s: &Split) -> Vec<Outcome> {
     let mut out = Vec::new();
-    for (z, (size, rows)) in [("org", &s.org), ("all", &s.all)].into_iter().enumerate() {
+    for (z, (size, rows)) in d.sizes(s).into_iter().enumerate() {
         for (k, learner) in LEARNERS.iter().enumerate() {
             let source = match learner.map {
                 Map::Ball => &d.ball,
@@ -265,7 +266,8 @@ fn cells(args: &LearnersArgs, datasets: &[LearnerData], outcomes: &[Outcome]) ->
     let mut out = Vec::new();
     for d in datasets {
         let split = d.split(args.seed, 0);
-        for (size, n) in [("org", split.org.len()), ("all", split.all.len())] {
+        for (size, rows) in d.sizes(&split) {
+            let n = rows.len();
             for k in 0..LEARNERS.len() {
                 for &epsilon in &args.epsilons {
                     let of: Vec<&Outcome> = outcomes
@@ -341,14 +343,15 @@ fn write_outputs(
         "splits.csv",
         &csv_text(&learner_data::SPLITS_HEADER, splits_lines)?,
     )?;
-    if let Some(s) = datasets.iter().find(|d| d.name == "synthetic") {
-        write(out, "synthetic.csv", &s.rows_csv()?)?;
+    for d in datasets.iter().filter(|d| d.is_generated()) {
+        write(out, &format!("{}.csv", d.name), &d.rows_csv()?)?;
     }
     let md = tables::learners_markdown(&cells, &args.epsilons, args.trials, args.seed);
     write(out, "learners.md", md.as_bytes())?;
     for size in ["org", "all"] {
         let panels = datasets
             .iter()
+            .filter(|d| size == "org" || d.with_all)
             .map(|d| figures::learners_panel(d.name, size, &cells))
             .collect();
         let stem = format!("learners_{size}");

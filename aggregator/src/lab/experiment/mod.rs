@@ -53,6 +53,7 @@ mod harness;
 mod learner_data;
 mod learners;
 mod mechanisms;
+mod node_learner;
 mod own_data;
 mod paper;
 mod plot;

@@ -9,7 +9,8 @@
 //! - **clinic**: [`dpagg_shared::data::clinic`] — an aggregator of 100 rows, 9 hospitals of
 //!   2,000, a test set of 5,000, d = 20.
 //!
-//! Every node releases objective perturbation (the default: ε-DP, λ = auto) at ε. The aggregator
+//! Every node releases objective perturbation (the default: ε-DP, λ = auto) at ε, or the
+//! mechanism of `--mechanism` (with `--delta`; e.g. `langevin`). The aggregator
 //! builds the final model on its own rows ([`dpagg_shared::aggregate::select`]). Columns: the
 //! tuned local model, the final model, its other candidates, the *trusted curator* (objective
 //! perturbation at the same ε on all training rows — what a trusted third party holding every
@@ -23,6 +24,7 @@
 use super::args::UtilityArgs;
 use super::figures::{self, csv_text, eps, num};
 use super::harness::{create_out, progress_bar, write, write_figure};
+use super::node_learner::NodeLearner;
 use super::own_data::{Layout, OwnData};
 use super::plot::{Line, Mark, PALETTE, Panel, Series, Shape};
 use anyhow::{Context, Result, anyhow};
@@ -36,8 +38,7 @@ use dpagg_shared::data::dataset::Dataset;
 use dpagg_shared::data::partition::{equal_partition, stratified_split};
 use dpagg_shared::data::synthetic::{SyntheticData, SyntheticSpec, generate};
 use dpagg_shared::learn::classifier::LinearClassifier;
-use dpagg_shared::privacy::mechanism::{Lambda, MechanismKind};
-use dpagg_shared::privacy::noise::{NoiseSource, derive_seed, derived_rng};
+use dpagg_shared::privacy::noise::{derive_seed, derived_rng};
 use dpagg_shared::util::stats::Summary;
 use rayon::prelude::*;
 use std::fmt::Write as _;
@@ -136,8 +137,7 @@ struct Run {
 
 /// Objective perturbation (the default) at `epsilon` on `data`, with seeded noise.
 pub(super) fn private_learner(epsilon: f64, data: &Dataset, seed: u64) -> Result<LinearClassifier> {
-    let m = MechanismKind::ObjectivePerturbation.build(epsilon, 0.0, Lambda::Auto)?;
-    Ok(m.release(data, &mut NoiseSource::seeded(seed))?.classifier)
+    NodeLearner::default().release(epsilon, data, seed)
 }
 
 /// The scenarios of a run: the built-in four, or the user's CSV.
@@ -158,7 +158,13 @@ fn scenarios(args: &UtilityArgs) -> Result<Vec<(String, Source)>> {
 }
 
 /// Every ε of one trial of one scenario.
-fn trial(scenario: usize, source: &Source, args: &UtilityArgs, trial: usize) -> Result<Vec<Run>> {
+fn trial(
+    scenario: usize,
+    source: &Source,
+    args: &UtilityArgs,
+    learner: NodeLearner,
+    trial: usize,
+) -> Result<Vec<Run>> {
     let (epsilons, seed) = (&args.sweep.epsilons, args.sweep.seed);
     let t = trial as u64;
     let s = scenario as u64;
@@ -173,7 +179,7 @@ fn trial(scenario: usize, source: &Source, args: &UtilityArgs, trial: usize) -> 
             .nodes
             .iter()
             .enumerate()
-            .map(|(k, d)| private_learner(epsilon, d, noise(k as u64)))
+            .map(|(k, d)| learner.release(epsilon, d, noise(k as u64)))
             .collect::<Result<Vec<_>>>()?;
         let defaults = SelectionConfig::default();
         let config = SelectionConfig {
@@ -182,7 +188,7 @@ fn trial(scenario: usize, source: &Source, args: &UtilityArgs, trial: usize) -> 
             ..defaults
         };
         let fin = choose_final(&experts, &split.own, &config)?;
-        let curator = private_learner(epsilon, &all, noise(u64::MAX))?;
+        let curator = learner.release(epsilon, &all, noise(u64::MAX))?;
         let acc = |c: Candidate| fin.model(c).accuracy(&split.test);
         runs.push(Run {
             scenario,
@@ -219,6 +225,7 @@ pub(super) fn run(args: UtilityArgs, stdout: &mut Out) -> Result<()> {
     {
         return Err(anyhow!("--epsilons: {e} is not a finite number > 0"));
     }
+    let learner = NodeLearner::of(&args)?;
     let scenarios = scenarios(&args)?;
     create_out(&sweep.out)?;
     let start = Instant::now();
@@ -229,7 +236,7 @@ pub(super) fn run(args: UtilityArgs, stdout: &mut Out) -> Result<()> {
         let batch: Vec<Vec<Run>> = (0..sweep.trials)
             .into_par_iter()
             .map(|t| {
-                let r = trial(k, source, &args, t);
+                let r = trial(k, source, &args, learner, t);
                 bar.inc(1);
                 r
             })
@@ -248,7 +255,12 @@ pub(super) fn run(args: UtilityArgs, stdout: &mut Out) -> Result<()> {
     }
     write(&sweep.out, "utility.csv", &summary_csv(&cells)?)?;
     write(&sweep.out, "utility_paired.csv", &paired_csv(&cells)?)?;
-    let md = markdown(&cells, sweep.trials, args.dataset.is_some());
+    let md = markdown(
+        &cells,
+        sweep.trials,
+        &learner.describe(),
+        args.dataset.is_some(),
+    );
     write(&sweep.out, "utility.md", md.as_bytes())?;
     write_figure(
         &sweep.out,
@@ -434,9 +446,9 @@ pub(super) fn points(p: Paired) -> String {
     )
 }
 
-fn markdown(cells: &[Cell], trials: usize, own_data: bool) -> String {
+fn markdown(cells: &[Cell], trials: usize, learner: &str, own_data: bool) -> String {
     let mut s = format!(
-        "experiment utility: {trials} trials; nodes release objective perturbation (ε-DP, λ = auto); accuracies are means over trials; differences in points with 95 % intervals\n\n"
+        "experiment utility: {trials} trials; nodes release {learner}; accuracies are means over trials; differences in points with 95 % intervals\n\n"
     );
     let _ = writeln!(
         s,
