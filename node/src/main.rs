@@ -415,16 +415,16 @@ fn write_outcome(
 
 fn parse_data_kind(s: &str) -> Result<DataKind, String> {
     DataKind::parse(s).ok_or_else(|| {
-        let names: Vec<&str> = DataKind::ALL.iter().map(|(n, _)| *n).collect();
-        format!("unknown data kind `{s}` (available: {})", names.join(", "))
+        format!(
+            "unknown data kind `{s}` (available: {})",
+            DataKind::names().join(", ")
+        )
     })
 }
 
 fn publish_data(config: NodeConfig, spec: &DataSpec, out: &mut Out) -> Result<()> {
     let node = fresh_state(&config.state_dir, || Ok(Node::load(&config)?))?;
-    let (stored, new) = node.publish_data(spec, |payload, planned, id, created| {
-        dpagg_node::service::data_body(&node, spec, planned, payload, id, created)
-    })?;
+    let (stored, new) = node.publish_data(spec)?;
     let what = format!("data release {}", stored.release_id);
     write_outcome(out, &node, &what, &stored.kind, stored.guarantee, new)
 }
