@@ -149,3 +149,97 @@ fn validate<'a>(
     }
     Ok(values)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::synthetic::spec_for;
+    use dpagg_proto::v1 as pb;
+    use dpagg_shared::data::bundled::Bundled;
+    use dpagg_shared::privacy::data_release::{DataKind, DataSpec};
+    use dpagg_shared::privacy::guarantee::PrivacyGuarantee;
+
+    fn accept() -> Acceptance {
+        Acceptance {
+            max_epsilon: 1.0,
+            max_delta: 1e-5,
+            schema_must_match: true,
+            allow_seeded: false,
+            allow_unproven: false,
+            min_learners: 1,
+        }
+    }
+
+    /// A release of `spec` by org-1 under `schema`, with one all-zero synthetic row.
+    fn release(spec: DataSpec, schema: &Schema) -> (PublishedData, Got) {
+        let dim = schema.features.len() + 1;
+        let published = PublishedData {
+            release_id: "ab".repeat(16),
+            created_unix_ms: 0,
+            organisation_id: "org-1".into(),
+            schema_fingerprint: schema.fingerprint(),
+            parameters: spec.parameters(),
+            guarantee: PrivacyGuarantee::replace_one(spec.epsilon, spec.delta),
+            spec,
+            seeded: false,
+            n: 100,
+            features: Vec::new(),
+            payload: DataPayload::Synthetic {
+                dim,
+                rows: 1,
+                values: vec![0.0; dim],
+            },
+        };
+        let got = Got {
+            organisation_id: "org-1".into(),
+            certified: None,
+            fingerprint: schema.fingerprint(),
+            release: pb::DataRelease::default(),
+        };
+        (published, got)
+    }
+
+    #[test]
+    fn violations_are_typed() {
+        let schema = Bundled::Diabetes.schema();
+        let fingerprint = schema.fingerprint();
+        let request = SyntheticRequest {
+            spec: spec_for(0.5, 1e-6, 10),
+            publish: false,
+        };
+        let check = |p: &PublishedData, g: &Got| {
+            validate(p, g, &request, &schema, &fingerprint, &accept()).map(<[f64]>::len)
+        };
+        let (ok, got) = release(request.spec.clone(), &schema);
+        assert_eq!(check(&ok, &got), Ok(schema.features.len() + 1));
+        let (mut seeded, _) = release(request.spec.clone(), &schema);
+        seeded.seeded = true;
+        assert_eq!(check(&seeded, &got), Err(DataViolation::Seeded));
+        let (over, _) = release(spec_for(2.0, 1e-6, 10), &schema);
+        assert!(matches!(
+            check(&over, &got),
+            Err(DataViolation::OverPolicy { .. })
+        ));
+        let (other, _) = release(DataSpec::new(DataKind::HISTOGRAM, 0.5, 0.0), &schema);
+        assert_eq!(
+            check(&other, &got),
+            Err(DataViolation::OtherKind("histogram".into()))
+        );
+        let (mut foreign, _) = release(request.spec.clone(), &schema);
+        foreign.organisation_id = "org-2".into();
+        assert!(matches!(
+            check(&foreign, &got),
+            Err(DataViolation::OtherOrganisation { .. })
+        ));
+        let (mut narrow, _) = release(request.spec.clone(), &schema);
+        narrow.payload = DataPayload::Synthetic {
+            dim: 2,
+            rows: 1,
+            values: vec![0.0, f64::NAN],
+        };
+        assert!(matches!(
+            check(&narrow, &got),
+            Err(DataViolation::Shape { found: 2, .. })
+        ));
+    }
+}
