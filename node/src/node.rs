@@ -16,12 +16,13 @@ use dpagg_shared::data::normalise::MapMode;
 use dpagg_shared::data::schema::{Schema, SchemaError};
 use dpagg_shared::privacy::accounting::admission::BudgetPolicy;
 use dpagg_shared::privacy::accounting::ledger::Charge;
-use dpagg_shared::privacy::data_release::{self, DataInput, DataKind, DataPayload, DataSpec};
+use dpagg_shared::privacy::data_release::{self, DataInput, DataKind, DataSpec, PublishedData};
 use dpagg_shared::privacy::mechanism::{LearnerSpec, MechanismKind};
 use dpagg_shared::privacy::noise::NoiseSource;
 use dpagg_shared::privacy::release::PublishedLearner;
 use dpagg_shared::util::files::readable_by_others;
 use dpagg_shared::util::stop::Stop;
+use prost::Message;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -198,30 +199,22 @@ impl Node {
 
     /// Data kinds this node offers (every one: the policy decides what it may cost).
     pub fn data_kinds(&self) -> Vec<String> {
-        DataKind::ALL.iter().map(|(n, _)| (*n).to_owned()).collect()
+        DataKind::names().into_iter().map(str::to_owned).collect()
     }
 
     /// Makes a data release for `spec` (statistics or synthetic data), or returns the one made
     /// before for the same spec. As [`Node::publish`]: calibrated from public quantities (n, d,
     /// the schema's bounds), charged durably before any record is read, noise from the secure
-    /// generator; `body` turns the payload into the bytes served (the caller's wire format),
-    /// given the release id and creation time.
-    pub fn publish_data(
-        &self,
-        spec: &DataSpec,
-        body: impl FnOnce(&DataPayload, &data_release::PlannedData, &str, i64) -> Vec<u8>,
-    ) -> Result<(StoredData, bool), PublishError> {
-        let published = self.make_data(spec, body);
+    /// generator; the [`PublishedData`] is serialised once ([`dpagg_proto::data`]) and stored,
+    /// and every request is served those bytes.
+    pub fn publish_data(&self, spec: &DataSpec) -> Result<(StoredData, bool), PublishError> {
+        let published = self.make_data(spec);
         self.metrics
             .publish("data", published.as_ref().map(|(_, new)| *new));
         published
     }
 
-    fn make_data(
-        &self,
-        spec: &DataSpec,
-        body: impl FnOnce(&DataPayload, &data_release::PlannedData, &str, i64) -> Vec<u8>,
-    ) -> Result<(StoredData, bool), PublishError> {
+    fn make_data(&self, spec: &DataSpec) -> Result<(StoredData, bool), PublishError> {
         let planned = data_release::plan(
             spec,
             &self.schema.features,
@@ -249,8 +242,26 @@ impl Node {
                     dataset: &self.data,
                 };
                 let payload = planned.run(&input, &mut noise)?;
-                let created = dpagg_shared::util::time::now_ms();
-                Ok((body(&payload, &planned, release_id, created), created))
+                let published = PublishedData {
+                    release_id: release_id.to_owned(),
+                    created_unix_ms: dpagg_shared::util::time::now_ms(),
+                    organisation_id: self.organisation_id.clone(),
+                    schema_fingerprint: self.fingerprint.clone(),
+                    spec: spec.clone(),
+                    guarantee: planned.guarantee(),
+                    seeded: false,
+                    n: planned.n(),
+                    features: self
+                        .schema
+                        .features
+                        .iter()
+                        .map(|f| f.name.clone())
+                        .collect(),
+                    parameters: spec.parameters(),
+                    payload,
+                };
+                let body = dpagg_proto::v1::DataReleaseBody::from(&published);
+                Ok((body.encode_to_vec(), published.created_unix_ms))
             },
         )?;
         if new {

@@ -140,6 +140,11 @@ pub fn ledger(config: NodeConfig, out: &mut Out) -> Result<()> {
             )?;
         }
     }
+    ledger_releases(&store, s.charges, out)
+}
+
+/// The ledger's list: unfinished charges, then every learner and every data release.
+fn ledger_releases(store: &Store, charges: usize, out: &mut Out) -> Result<()> {
     let unfinished = store.unfinished()?;
     if unfinished > 0 {
         writeln!(
@@ -152,7 +157,7 @@ pub fn ledger(config: NodeConfig, out: &mut Out) -> Result<()> {
     writeln!(
         out,
         "{} release(s):",
-        s.charges.saturating_sub(unfinished + data.len())
+        charges.saturating_sub(unfinished + data.len())
     )?;
     for r in store.releases()? {
         let g = r.metadata().guarantee;
@@ -218,27 +223,48 @@ pub fn releases(config: NodeConfig, json: bool, show: Option<&str>, out: &mut Ou
     let learners = store.releases()?;
     let (data, _) = store.data_page(None, usize::MAX)?;
     if json {
-        let spent = store.spent()?;
-        let p = config.policy;
-        let all = json!({
-            "organisation_id": config.organisation_id,
-            "budget": {
-                "epsilon_total": p.epsilon_total,
-                "delta_total": p.delta_total,
-                "max_epsilon_per_release": p.cap(),
-                "epsilon_spent": spent.epsilon,
-                "delta_spent": spent.delta,
-            },
-            "unfinished_charges": store.unfinished()?,
-            "failed_trainings": store.failures()?.iter().map(|(id, reason, at)| json!({
-                "reservation_id": id, "reason": reason, "started_at": rfc3339(*at),
-            })).collect::<Vec<_>>(),
-            "learners": learners.iter().map(|r| learner_json(r, false)).collect::<Vec<_>>(),
-            "data_releases": data.iter().map(|d| data_json(d, false)).collect::<Result<Vec<_>>>()?,
-        });
-        writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
-        return Ok(());
+        return releases_json(&config, &store, &learners, &data, out);
     }
+    releases_table(&store, &learners, &data, out)
+}
+
+/// `releases --json`: the budget, failures and every release.
+fn releases_json(
+    config: &NodeConfig,
+    store: &Store,
+    learners: &[PublishedLearner],
+    data: &[StoredData],
+    out: &mut Out,
+) -> Result<()> {
+    let spent = store.spent()?;
+    let p = config.policy;
+    let all = json!({
+        "organisation_id": config.organisation_id,
+        "budget": {
+            "epsilon_total": p.epsilon_total,
+            "delta_total": p.delta_total,
+            "max_epsilon_per_release": p.cap(),
+            "epsilon_spent": spent.epsilon,
+            "delta_spent": spent.delta,
+        },
+        "unfinished_charges": store.unfinished()?,
+        "failed_trainings": store.failures()?.iter().map(|(id, reason, at)| json!({
+            "reservation_id": id, "reason": reason, "started_at": rfc3339(*at),
+        })).collect::<Vec<_>>(),
+        "learners": learners.iter().map(|r| learner_json(r, false)).collect::<Vec<_>>(),
+        "data_releases": data.iter().map(|d| data_json(d, false)).collect::<Result<Vec<_>>>()?,
+    });
+    writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
+    Ok(())
+}
+
+/// `releases`: one line per release, then the failed trainings whose specs are held.
+fn releases_table(
+    store: &Store,
+    learners: &[PublishedLearner],
+    data: &[StoredData],
+    out: &mut Out,
+) -> Result<()> {
     writeln!(
         out,
         "{:<32}  {:<20}  {:<7} {:<30} {:<8} {:<8} {:<15} {:<10} spec",
@@ -264,7 +290,7 @@ pub fn releases(config: NodeConfig, json: bool, show: Option<&str>, out: &mut Ou
             Num(g.as_replace_one().epsilon).to_string(),
         )
     };
-    for r in &learners {
+    for r in learners {
         let m = r.metadata();
         line(
             out,
@@ -276,7 +302,7 @@ pub fn releases(config: NodeConfig, json: bool, show: Option<&str>, out: &mut Ou
             r.spec.describe(),
         )?;
     }
-    for d in &data {
+    for d in data {
         let spec = data_json(d, false)?["spec"].to_string();
         line(
             out,

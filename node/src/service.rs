@@ -19,10 +19,9 @@ use dpagg_proto::data as wire_data;
 use dpagg_proto::signature::SigningKey;
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::organisation_node_server::OrganisationNode;
-use dpagg_shared::privacy::data_release::{DataPayload, DataSpec, PlannedData};
+use dpagg_shared::privacy::data_release::DataSpec;
 use dpagg_shared::privacy::mechanism::LearnerSpec;
 use dpagg_shared::privacy::release::PublishedLearner;
-use dpagg_shared::util::time::rfc3339;
 use prost::Message;
 use std::sync::Arc;
 use std::time::Instant;
@@ -130,48 +129,6 @@ fn page_after(token: &str) -> Result<Option<PageKey>, Status> {
             .map(Some)
             .ok_or_else(|| Status::invalid_argument("`page_token` is not a token this node gave")),
     }
-}
-
-/// The body of a new data release, serialised once and stored: what every request gets.
-pub fn data_body(
-    node: &Node,
-    spec: &DataSpec,
-    planned: &PlannedData,
-    payload: &DataPayload,
-    release_id: &str,
-    created_unix_ms: i64,
-) -> Vec<u8> {
-    let g = planned.guarantee();
-    let parameters = spec
-        .kind
-        .options()
-        .iter()
-        .map(|(name, _)| ((*name).to_owned(), spec.option(name)))
-        .collect();
-    pb::DataReleaseBody {
-        release_id: release_id.to_owned(),
-        created_unix_ms,
-        created_at: rfc3339(created_unix_ms),
-        organisation_id: node.organisation_id.clone(),
-        schema_fingerprint: node.fingerprint.clone(),
-        spec: Some(pb::DataSpec::from(spec)),
-        mechanism: spec.kind.name().to_owned(),
-        reference: spec.kind.reference().to_owned(),
-        epsilon: g.epsilon,
-        delta: g.delta,
-        neighbour_relation: pb::NeighbourRelation::from(g.relation) as i32,
-        seeded: false,
-        n: planned.n(),
-        features: node
-            .schema
-            .features
-            .iter()
-            .map(|f| f.name.clone())
-            .collect(),
-        parameters,
-        payload: Some(payload.into()),
-    }
-    .encode_to_vec()
 }
 
 /// A body without its payload (what `ListData` returns).
@@ -367,13 +324,8 @@ impl NodeService {
         self.gate.admit(&caller, Rpc::PublishData)?;
         let published = async {
             let spec = data_spec_from(request.into_inner().spec, &self.node)?;
-            self.blocking(move |node| {
-                node.publish_data(&spec, |payload, planned, id, created| {
-                    data_body(node, &spec, planned, payload, id, created)
-                })
-                .map_err(|e| publish_status(&e))
-            })
-            .await
+            self.blocking(move |node| node.publish_data(&spec).map_err(|e| publish_status(&e)))
+                .await
         }
         .await;
         audit_write(

@@ -1,5 +1,7 @@
 //! Data releases on the wire (issue 14): [`DataSpec`] ⇄ `pb::DataSpec`, [`DataPayload`] ⇄ the
-//! body's `payload`, and the signed envelope `pb::DataRelease`.
+//! body's `payload`, [`PublishedData`] ⇄ `pb::DataReleaseBody` (the one place a served data
+//! release becomes a domain type, with typed [`WireError`]s), and the signed envelope
+//! `pb::DataRelease`.
 //!
 //! **The envelope.** A data release is `DataRelease { body, signature }` where `body` is the
 //! serialised `DataReleaseBody` as the node stored it. The signature covers
@@ -7,12 +9,13 @@
 //! bytes): a client verifies the bytes it received, then decodes them — no canonical
 //! re-encoding, so a client in any language checks it with a hash-free byte concatenation.
 
-use crate::convert::{WireError, quote};
+use crate::convert::{WireError, quote, relation};
 use crate::signature::{ALGORITHM, SignatureError, SigningKey, VerifyingKey};
 use crate::v1 as pb;
 use dpagg_shared::privacy::data_release::{
-    ClassStatistics, DataKind, DataPayload, DataSpec, FeatureHistogram,
+    ClassStatistics, DataKind, DataPayload, DataSpec, FeatureHistogram, PublishedData,
 };
+use dpagg_shared::privacy::guarantee::PrivacyGuarantee;
 use dpagg_shared::privacy::statistics::moments::ClassMoments;
 use prost::Message;
 
@@ -155,6 +158,63 @@ impl TryFrom<pb::data_release_body::Payload> for DataPayload {
     }
 }
 
+impl From<&PublishedData> for pb::DataReleaseBody {
+    fn from(d: &PublishedData) -> Self {
+        let g = d.guarantee;
+        Self {
+            release_id: d.release_id.clone(),
+            created_unix_ms: d.created_unix_ms,
+            created_at: dpagg_shared::util::time::rfc3339(d.created_unix_ms),
+            organisation_id: d.organisation_id.clone(),
+            schema_fingerprint: d.schema_fingerprint.clone(),
+            spec: Some(pb::DataSpec::from(&d.spec)),
+            mechanism: d.spec.kind.name().to_owned(),
+            reference: d.spec.kind.reference().to_owned(),
+            epsilon: g.epsilon,
+            delta: g.delta,
+            neighbour_relation: pb::NeighbourRelation::from(g.relation) as i32,
+            seeded: d.seeded,
+            n: d.n,
+            features: d.features.clone(),
+            parameters: d.parameters.clone(),
+            payload: Some((&d.payload).into()),
+        }
+    }
+}
+
+impl TryFrom<pb::DataReleaseBody> for PublishedData {
+    type Error = WireError;
+
+    fn try_from(b: pb::DataReleaseBody) -> Result<Self, WireError> {
+        let spec = DataSpec::try_from(b.spec.ok_or(WireError::Missing("spec"))?)?;
+        if b.mechanism != spec.kind.name() {
+            return Err(WireError::Invalid {
+                field: "mechanism",
+                value: quote(&b.mechanism),
+                requirement: "must be the spec's kind",
+            });
+        }
+        let payload = DataPayload::try_from(b.payload.ok_or(WireError::Missing("payload"))?)?;
+        Ok(Self {
+            release_id: b.release_id,
+            created_unix_ms: b.created_unix_ms,
+            organisation_id: b.organisation_id,
+            schema_fingerprint: b.schema_fingerprint,
+            spec,
+            guarantee: PrivacyGuarantee {
+                epsilon: b.epsilon,
+                delta: b.delta,
+                relation: relation(b.neighbour_relation, "neighbour_relation")?,
+            },
+            seeded: b.seeded,
+            n: b.n,
+            features: b.features,
+            parameters: b.parameters,
+            payload,
+        })
+    }
+}
+
 /// The message a data release's signature covers.
 pub fn signed_bytes(organisation_id: &str, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(40 + organisation_id.len() + body.len());
@@ -186,6 +246,11 @@ pub fn verify(
     })
 }
 
+/// Decodes a release's body as the domain type (after its signature was checked).
+pub fn decode(release: &pb::DataRelease) -> Result<PublishedData, WireError> {
+    PublishedData::try_from(body(release)?)
+}
+
 /// Decodes a release's body (after its signature was checked).
 pub fn body(release: &pb::DataRelease) -> Result<pb::DataReleaseBody, WireError> {
     pb::DataReleaseBody::decode(release.body.as_slice()).map_err(|_| WireError::Invalid {
@@ -201,7 +266,7 @@ mod tests {
 
     #[test]
     fn specs_and_payloads_round_trip() {
-        let mut spec = DataSpec::new(DataKind::Histogram, 0.5, 0.0);
+        let mut spec = DataSpec::new(DataKind::HISTOGRAM, 0.5, 0.0);
         spec.options.insert("bins".into(), 7.0);
         let back = DataSpec::try_from(pb::DataSpec::from(&spec)).expect("round trip");
         assert_eq!(back, spec);
@@ -223,6 +288,45 @@ mod tests {
             values: vec![0.0; 5],
         });
         assert!(DataPayload::try_from(short).is_err());
+    }
+
+    #[test]
+    fn published_data_round_trips_and_a_mismatched_mechanism_is_typed() {
+        let spec = DataSpec::new(DataKind::HISTOGRAM, 0.5, 0.0);
+        let published = PublishedData {
+            release_id: "ab".repeat(16),
+            created_unix_ms: 1_700_000_000_000,
+            organisation_id: "org-1".into(),
+            schema_fingerprint: "f".repeat(64),
+            parameters: spec.parameters(),
+            spec,
+            guarantee: PrivacyGuarantee::replace_one(0.5, 0.0),
+            seeded: false,
+            n: 100,
+            features: vec!["age".into()],
+            payload: DataPayload::Medians(vec![1.5]),
+        };
+        let wire = pb::DataReleaseBody::from(&published);
+        assert_eq!(wire.mechanism, "histogram");
+        assert_eq!(
+            PublishedData::try_from(wire.clone()).expect("round trip"),
+            published
+        );
+        let mut other = wire.clone();
+        other.mechanism = "moments-laplace".into();
+        assert!(matches!(
+            PublishedData::try_from(other),
+            Err(WireError::Invalid {
+                field: "mechanism",
+                ..
+            })
+        ));
+        let mut bare = wire;
+        bare.payload = None;
+        assert_eq!(
+            PublishedData::try_from(bare),
+            Err(WireError::Missing("payload"))
+        );
     }
 
     #[test]

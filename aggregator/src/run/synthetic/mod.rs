@@ -5,15 +5,20 @@
 //! logistic regression (λ by cross-validation) on the pool. The report sets its accuracy beside
 //! mirror averaging's, each organisation having spent the same ε on either.
 //!
-//! Each release is checked as a learner is: signature by the organisation's key (over the body
-//! bytes as served, [`dpagg_proto::data`]), identity against the certificate, schema fingerprint,
-//! the acceptance policy's ε and δ, no seeded noise, and its shape. Rows leave the unit cube by
+//! Each release is checked as a learner is (`screen.rs`, typed `DataViolation`s): signature by
+//! the organisation's key (over the body bytes as served, [`dpagg_proto::data`]), identity
+//! against the certificate, then the decoded `PublishedData`: schema fingerprint, the acceptance
+//! policy's ε and δ, no seeded noise, and its shape. Rows leave the unit cube by
 //! the public map of [`dpagg_shared::privacy::synthetic::mvn_release::from_unit_cube`] and are
 //! normalised by the aggregator's own schema, as its own rows are.
 //!
 //! Privacy: the pooled model post-processes the releases, so it keeps each organisation's
 //! guarantee with respect to that organisation's records; it uses the aggregator's own rows
 //! without noise.
+
+mod screen;
+
+use screen::screen;
 
 use crate::run::config::{Acceptance, Network};
 use crate::run::fetch::{
@@ -25,8 +30,7 @@ use dpagg_proto::v1::organisation_node_client::OrganisationNodeClient;
 use dpagg_shared::Dataset;
 use dpagg_shared::aggregate::select::tuned_logistic;
 use dpagg_shared::data::schema::Schema;
-use dpagg_shared::privacy::data_release::{DataKind, DataPayload, DataSpec};
-use dpagg_shared::privacy::synthetic::mvn_release::from_unit_cube;
+use dpagg_shared::privacy::data_release::{DataKind, DataSpec};
 use serde::Serialize;
 use tonic::Code;
 
@@ -148,91 +152,6 @@ async fn fetch(
     (id, result)
 }
 
-/// Checks a release and returns its rows (raw units, labels ±1) with its report line.
-fn screen(
-    got: &Got,
-    request: &SyntheticRequest,
-    schema: &Schema,
-    fingerprint: &str,
-    accept: &Acceptance,
-    trust: &Trust,
-) -> Result<(RawRows, SyntheticNode), String> {
-    use dpagg_proto::data;
-    let signature = trust
-        .check_data(&got.organisation_id, &got.release)
-        .map_err(|e| e.to_string())?;
-    if let Some(cert) = &got.certified
-        && *cert != got.organisation_id
-    {
-        return Err(format!("identity: the certificate is {cert:?}'s"));
-    }
-    let body = data::body(&got.release).map_err(|e| e.to_string())?;
-    let invalid = |why: String| Err(format!("invalid release: {why}"));
-    if body.schema_fingerprint != fingerprint || got.fingerprint != fingerprint {
-        return invalid("trained under another schema".into());
-    }
-    if body.organisation_id != got.organisation_id {
-        return invalid(format!(
-            "made by {:?}, served by {:?}",
-            clean(&body.organisation_id, 80),
-            got.organisation_id
-        ));
-    }
-    if body.mechanism != request.spec.kind.name() {
-        return invalid(format!("kind {:?}", clean(&body.mechanism, 80)));
-    }
-    if body.seeded && !accept.allow_seeded {
-        return invalid("seeded noise: no privacy".into());
-    }
-    let relation = dpagg_proto::convert::relation(body.neighbour_relation, "neighbour_relation")
-        .map_err(|e| e.to_string())?;
-    let g = dpagg_shared::PrivacyGuarantee {
-        epsilon: body.epsilon,
-        delta: body.delta,
-        relation,
-    }
-    .as_replace_one();
-    if !(g.epsilon <= accept.max_epsilon && g.delta <= accept.max_delta) {
-        return invalid(format!(
-            "(ε, δ) = ({}, {}) over the acceptance policy",
-            g.epsilon, g.delta
-        ));
-    }
-    let payload = body
-        .payload
-        .clone()
-        .ok_or_else(|| "invalid release: no payload".to_owned())
-        .and_then(|p| DataPayload::try_from(p).map_err(|e| e.to_string()))?;
-    let DataPayload::Synthetic { dim, rows, values } = payload else {
-        return invalid("not synthetic rows".into());
-    };
-    if dim != schema.features.len() + 1 || values.iter().any(|v| !v.is_finite()) {
-        return invalid(format!(
-            "{dim} columns, {} expected, or a value that is not a number",
-            schema.features.len() + 1
-        ));
-    }
-    let pooled = values
-        .chunks_exact(dim)
-        .map(|point| from_unit_cube(&schema.features, point))
-        .collect();
-    Ok((
-        pooled,
-        SyntheticNode {
-            endpoint: String::new(),
-            organisation_id: Some(got.organisation_id.clone()),
-            status: "included",
-            release_id: Some(clean(&body.release_id, 64)),
-            epsilon: Some(body.epsilon),
-            delta: Some(body.delta),
-            rows,
-            signature,
-            release_body: Some(dpagg_proto::signature::hex(&got.release.body)),
-            exclusion: None,
-        },
-    ))
-}
-
 /// Collects every node's synthetic rows, pools them with `train` and fits the pooled model.
 #[allow(clippy::too_many_arguments)]
 pub async fn train_on_synthetic(
@@ -252,9 +171,9 @@ pub async fn train_on_synthetic(
     let mut pooled: RawRows = Vec::new();
     for url in endpoints {
         let (described, got) = fetch(url, request, net, client).await;
-        let screened = got
-            .map_err(|e| e.to_string())
-            .and_then(|g| screen(&g, request, schema, &fingerprint, accept, trust));
+        let screened = got.map_err(|e| e.to_string()).and_then(|g| {
+            screen(&g, request, schema, &fingerprint, accept, trust).map_err(|e| e.to_string())
+        });
         match screened {
             Ok((rows, mut line)) => {
                 line.endpoint = url.clone();
@@ -358,7 +277,7 @@ pub fn describe(spec: &DataSpec) -> String {
 /// The synthetic spec of a run: `mvn-synthetic-gaussian` at the learners' ε (their δ when it is
 /// positive, else `delta`), `rows` rows.
 pub fn spec_for(epsilon: f64, delta: f64, rows: usize) -> DataSpec {
-    let mut spec = DataSpec::new(DataKind::MvnSyntheticGaussian, epsilon, delta);
+    let mut spec = DataSpec::new(DataKind::MVN_SYNTHETIC_GAUSSIAN, epsilon, delta);
     spec.options.insert("rows".into(), rows as f64);
     spec
 }

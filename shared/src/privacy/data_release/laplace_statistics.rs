@@ -1,0 +1,79 @@
+//! `laplace-statistics`: per-class counts, sums and means of raw values by the Laplace mechanism
+//! with global sensitivity, snapped ([`crate::privacy::statistics::laplace_stats`]).
+
+use super::{
+    ClassStatistics, DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError,
+    DataSpec, Public,
+};
+use crate::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
+use crate::privacy::noise::NoiseSource;
+use crate::privacy::statistics::laplace_stats::{Class, LaplaceStatsParams, LaplaceStatsPlan};
+use crate::privacy::statistics::moments::ClassMoments;
+
+/// The kind.
+pub(super) const KIND: DataKind = DataKind(&LaplaceStatistics);
+
+struct LaplaceStatistics;
+
+impl DataMechanism for LaplaceStatistics {
+    fn name(&self) -> &'static str {
+        "laplace-statistics"
+    }
+
+    fn reference(&self) -> &'static str {
+        "Laplace mechanism with global sensitivity (seed 002 slides 15-19; Dwork et al. 2006), snapped (Mironov 2012 Thm 1)"
+    }
+
+    fn pure(&self) -> bool {
+        true
+    }
+
+    fn plan(
+        &self,
+        spec: &DataSpec,
+        public: &Public<'_>,
+    ) -> Result<Box<dyn DataPlan>, DataReleaseError> {
+        let p = LaplaceStatsPlan::new(
+            public.features,
+            LaplaceStatsParams {
+                epsilon: spec.epsilon,
+                relation: NeighbourRelation::ReplaceOne,
+                max_rows: public.rows,
+            },
+        )
+        .map_err(|e| DataReleaseError::calibration(spec.kind, e))?;
+        Ok(Box::new(p))
+    }
+}
+
+impl DataPlan for LaplaceStatsPlan {
+    fn guarantee(&self) -> PrivacyGuarantee {
+        LaplaceStatsPlan::guarantee(self)
+    }
+
+    fn sample(
+        &self,
+        kind: DataKind,
+        input: &DataInput<'_>,
+        rng: &mut NoiseSource,
+    ) -> Result<DataPayload, DataReleaseError> {
+        let s = self.release(input.raw, input.positive, rng).map_err(|e| {
+            DataReleaseError::failed(kind, "the statistics could not be computed", e)
+        })?;
+        let d = s.dim();
+        let class = |c: Class, label: f64| ClassStatistics {
+            label,
+            moments: ClassMoments {
+                count: s.count(c),
+                sum: (0..d).filter_map(|j| s.sum(c, j)).collect(),
+                mean: (0..d).filter_map(|j| s.mean(c, j)).collect(),
+                variance: Vec::new(),
+                covariance: Vec::new(),
+            },
+        };
+        Ok(DataPayload::Moments(vec![
+            class(Class::Negative, -1.0),
+            class(Class::Positive, 1.0),
+        ]))
+    }
+}

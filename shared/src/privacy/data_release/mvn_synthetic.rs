@@ -1,0 +1,98 @@
+//! `mvn-synthetic`: seed 003's MVN synthetic rows with no added noise, after a
+//! propose-test-release of the eigenvalue assumption
+//! ([`crate::privacy::synthetic::mvn_release::MvnPlain`]). Also the helpers both MVN kinds
+//! share: the `rows` option and the rows as points of the unit cube.
+
+use super::{
+    DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError, DataSpec,
+    MAX_SYNTHETIC_VALUES, Public,
+};
+use crate::privacy::guarantee::PrivacyGuarantee;
+use crate::privacy::noise::NoiseSource;
+use crate::privacy::synthetic::mvn_release::{MvnPlain, MvnPlainParams, to_unit_cube};
+
+/// The kind.
+pub(super) const KIND: DataKind = DataKind(&MvnSynthetic);
+
+struct MvnSynthetic;
+
+impl DataMechanism for MvnSynthetic {
+    fn name(&self) -> &'static str {
+        "mvn-synthetic"
+    }
+
+    fn reference(&self) -> &'static str {
+        "MVN synthetic data without added noise, Theorem 3.2 with Prop. 2.4 (seed 003, Miura et al.), after propose-test-release of the eigenvalue assumption (Dwork & Lei 2009)"
+    }
+
+    fn options(&self) -> &'static [(&'static str, f64)] {
+        &[("rows", 1000.0), ("sigma", 0.01), ("test_epsilon", 0.1)]
+    }
+
+    fn computes_epsilon(&self) -> bool {
+        true
+    }
+
+    fn plan(
+        &self,
+        spec: &DataSpec,
+        public: &Public<'_>,
+    ) -> Result<Box<dyn DataPlan>, DataReleaseError> {
+        let rows = synthetic_rows(spec, public.features.len())?;
+        let m = MvnPlain::new(
+            public.n,
+            public.features.len(),
+            MvnPlainParams {
+                rows,
+                sigma: spec.option("sigma"),
+                delta: spec.delta,
+                test_epsilon: spec.option("test_epsilon"),
+            },
+        )
+        .map_err(|e| DataReleaseError::calibration(spec.kind, e))?;
+        Ok(Box::new(m))
+    }
+}
+
+impl DataPlan for MvnPlain {
+    fn guarantee(&self) -> PrivacyGuarantee {
+        MvnPlain::guarantee(self)
+    }
+
+    fn sample(
+        &self,
+        kind: DataKind,
+        input: &DataInput<'_>,
+        rng: &mut NoiseSource,
+    ) -> Result<DataPayload, DataReleaseError> {
+        let points = mvn_points(kind, input)?;
+        let rows = self.release(&points, rng).map_err(|e| {
+            DataReleaseError::failed(
+                kind,
+                "the private test of the covariance's eigenvalue assumption did not pass, or sampling failed",
+                e,
+            )
+        })?;
+        Ok(DataPayload::Synthetic {
+            dim: rows.dim,
+            rows: rows.rows,
+            values: rows.values,
+        })
+    }
+}
+
+/// The `rows` option, within the per-release size limit.
+pub(super) fn synthetic_rows(spec: &DataSpec, features: usize) -> Result<usize, DataReleaseError> {
+    let most = MAX_SYNTHETIC_VALUES / (features + 1);
+    spec.count("rows", 1, most)
+}
+
+/// The rows as points of [−1, 1]^(d+1) (seed 003's domain; the label last).
+pub(super) fn mvn_points(
+    kind: DataKind,
+    input: &DataInput<'_>,
+) -> Result<Vec<Vec<f64>>, DataReleaseError> {
+    to_unit_cube(input.features, input.raw, input.positive).map_err(|e| {
+        DataReleaseError::failed(kind, "the rows could not be mapped to the unit cube", e)
+    })
+}
