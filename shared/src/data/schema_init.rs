@@ -115,13 +115,25 @@ fn number(cell: &str, separator: Separator) -> Option<f64> {
 }
 
 /// A column as it is read: numbers seen, markers seen, the first non-number.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Survey {
     min: f64,
     max: f64,
     numbers: usize,
     missing: usize,
     text: bool,
+}
+
+/// What one pass over the file saw: the header, a survey per column, the missing markers met,
+/// the label's values with their counts and the number of rows.
+struct Scan {
+    header: csv::StringRecord,
+    label_at: usize,
+    surveys: Vec<Survey>,
+    seen_markers: [bool; MISSING_MARKERS.len()],
+    classes: Vec<(String, usize)>,
+    rows: usize,
+    separator: Separator,
 }
 
 /// Drafts a schema from `reader` (a CSV file named `origin`) with `label` as the outcome;
@@ -134,7 +146,51 @@ pub fn draft<R: std::io::Read>(
     positive: Option<&str>,
     name: &str,
 ) -> Result<Draft, InitError> {
-    let text = Text::read(reader, origin)?;
+    let scan = scan(Text::read(reader, origin)?, origin, label)?;
+    let classes = binary_classes(scan.classes, origin, label, positive)?;
+    let is_feature = |j: usize, s: &Survey| j != scan.label_at && !s.text && s.numbers > 0;
+    let columns = || scan.header.iter().zip(&scan.surveys).enumerate();
+    let features: Vec<Column> = columns()
+        .filter(|&(j, (_, s))| is_feature(j, s))
+        .map(|(_, (h, s))| Column {
+            name: h.to_owned(),
+            min: s.min,
+            max: s.max,
+            missing: s.missing,
+        })
+        .collect();
+    if features.is_empty() {
+        return Err(InitError::NoFeatures {
+            origin: origin.to_owned(),
+            label: label.to_owned(),
+        });
+    }
+    let skipped = columns()
+        .filter(|&(j, (_, s))| j != scan.label_at && !is_feature(j, s))
+        .map(|(_, (h, _))| h.to_owned())
+        .collect();
+    let markers = MISSING_MARKERS
+        .iter()
+        .zip(scan.seen_markers)
+        .filter(|(_, seen)| *seen)
+        .map(|(m, _)| (*m).to_owned())
+        .collect();
+    let mut d = Draft {
+        toml: String::new(),
+        rows: scan.rows,
+        separator: scan.separator,
+        features,
+        skipped,
+        classes,
+        markers,
+    };
+    d.toml = render(&d, origin, label, name);
+    Ok(d)
+}
+
+/// Reads every record of `text` once, surveying each feature column and counting the label's
+/// values.
+fn scan(text: Text, origin: &str, label: &str) -> Result<Scan, InitError> {
     let separator = Separator::detect(text.first_line());
     let mut rdr = csv::ReaderBuilder::new()
         .delimiter(separator.byte())
@@ -157,74 +213,39 @@ pub fn draft<R: std::io::Read>(
             label: label.to_owned(),
             columns: header.iter().collect::<Vec<_>>().join(", "),
         })?;
-    let mut surveys: Vec<Survey> = header
-        .iter()
-        .map(|_| Survey {
-            min: f64::INFINITY,
-            max: f64::NEG_INFINITY,
-            ..Survey::default()
-        })
-        .collect();
-    let mut seen_markers = [false; MISSING_MARKERS.len()];
-    let mut classes: Vec<(String, usize)> = Vec::new();
-    let mut rows = 0;
+    let fresh = Survey {
+        min: f64::INFINITY,
+        max: f64::NEG_INFINITY,
+        ..Survey::default()
+    };
+    let mut scan = Scan {
+        surveys: vec![fresh; header.len()],
+        header,
+        label_at,
+        seen_markers: [false; MISSING_MARKERS.len()],
+        classes: Vec::new(),
+        rows: 0,
+        separator,
+    };
     let mut record = csv::StringRecord::new();
     while rdr.read_record(&mut record).map_err(csv_error)? {
-        rows += 1;
-        for (j, cell) in record.iter().enumerate().take(header.len()) {
-            if j == label_at {
-                match classes.iter_mut().find(|(v, _)| v == cell) {
-                    Some((_, n)) => *n += 1,
-                    None => classes.push((cell.to_owned(), 1)),
-                }
-                continue;
+        scan.rows += 1;
+        for (j, cell) in record.iter().enumerate().take(scan.header.len()) {
+            if j != label_at {
+                survey_cell(
+                    &mut scan.surveys[j],
+                    &mut scan.seen_markers,
+                    cell,
+                    separator,
+                );
+            } else if let Some((_, n)) = scan.classes.iter_mut().find(|(v, _)| v == cell) {
+                *n += 1;
+            } else {
+                scan.classes.push((cell.to_owned(), 1));
             }
-            survey_cell(&mut surveys[j], &mut seen_markers, cell, separator);
         }
     }
-    let classes = binary_classes(classes, origin, label, positive)?;
-    let features: Vec<Column> = header
-        .iter()
-        .zip(&surveys)
-        .enumerate()
-        .filter(|&(j, (_, s))| j != label_at && !s.text && s.numbers > 0)
-        .map(|(_, (h, s))| Column {
-            name: h.to_owned(),
-            min: s.min,
-            max: s.max,
-            missing: s.missing,
-        })
-        .collect();
-    if features.is_empty() {
-        return Err(InitError::NoFeatures {
-            origin: origin.to_owned(),
-            label: label.to_owned(),
-        });
-    }
-    let skipped = header
-        .iter()
-        .zip(&surveys)
-        .enumerate()
-        .filter(|&(j, (_, s))| j != label_at && (s.text || s.numbers == 0))
-        .map(|(_, (h, _))| h.to_owned())
-        .collect();
-    let markers = MISSING_MARKERS
-        .iter()
-        .zip(seen_markers)
-        .filter(|(_, seen)| *seen)
-        .map(|(m, _)| (*m).to_owned())
-        .collect();
-    let mut d = Draft {
-        toml: String::new(),
-        rows,
-        separator,
-        features,
-        skipped,
-        classes,
-        markers,
-    };
-    d.toml = render(&d, origin, label, name);
-    Ok(d)
+    Ok(scan)
 }
 
 /// Counts one cell of a feature column.
