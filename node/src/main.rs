@@ -34,7 +34,6 @@ use dpagg_node::config::{DEFAULT_LISTEN, Settings};
 use dpagg_node::split::split_csv;
 use dpagg_shared::cli::{self, Out};
 use dpagg_shared::privacy::data_release::{DataKind, DataSpec};
-use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};
 use publish_commands::{parse_data_kind, publish, publish_data};
 use serve_commands::{health, serve};
 use std::io::Write;
@@ -50,23 +49,12 @@ enum Command {
     Publish {
         #[command(flatten)]
         config: Settings,
-        /// Mechanism: objective-perturbation, output-perturbation, dp-sgd, dp-sgd-bst,
-        /// gibbs-posterior, gibbs-posterior-unproven, langevin.
-        #[arg(long, default_value = "objective-perturbation", value_parser = parse_mechanism)]
-        mechanism: MechanismKind,
         /// ε of the release.
         #[arg(long, allow_negative_numbers = true)]
         epsilon: f64,
-        /// δ of the release (0: pure ε-DP).
-        #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
-        delta: f64,
-        /// Regulariser λ: `auto` (a function of n, d, ε and the mechanism only; recorded in the
-        /// release) or a number.
-        #[arg(long, default_value = "auto", allow_negative_numbers = true)]
-        lambda: Lambda,
-        /// Mechanism option name=value (repeat), e.g. --option steps=500 for dp-sgd.
-        #[arg(long = "option", value_parser = dpagg_shared::privacy::mechanism::kind::parse_option)]
-        option: Vec<(String, f64)>,
+        /// The mechanism, δ, λ and options.
+        #[command(flatten)]
+        learner: cli::LearnerArgs,
     },
     /// Make a data release locally — statistics or synthetic data (charged to the same ledger as
     /// `serve`, which then serves it).
@@ -171,36 +159,15 @@ pub(crate) fn fresh_state<T>(
     loaded
 }
 
-fn parse_mechanism(s: &str) -> Result<MechanismKind, String> {
-    MechanismKind::from_name(s).ok_or_else(|| {
-        format!(
-            "unknown mechanism `{s}` (available: {})",
-            MechanismKind::names()
-        )
-    })
-}
-
 /// Runs `command`; `matches` are its subcommand's, which say where each setting came from.
 fn run(command: Command, matches: &ArgMatches, out: &mut Out) -> Result<()> {
     match command {
         Command::Serve(settings) => serve(settings.resolve(matches)?, out),
         Command::Publish {
             config,
-            mechanism,
             epsilon,
-            delta,
-            lambda,
-            option,
-        } => {
-            let spec = LearnerSpec {
-                kind: mechanism,
-                epsilon,
-                delta,
-                l2: lambda,
-                options: option.into_iter().collect(),
-            };
-            publish(config.resolve(matches)?, spec, out)
-        }
+            learner,
+        } => publish(config.resolve(matches)?, learner.spec(epsilon), out),
         Command::PublishData {
             config,
             kind,

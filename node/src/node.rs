@@ -187,13 +187,9 @@ impl Node {
     /// Mechanism names this node accepts under its policy (unproven ones only if allowed; never
     /// the kinds kept for reproductions, [`MechanismKind::offered_by_nodes`]).
     pub fn mechanisms(&self) -> Vec<String> {
-        MechanismKind::ALL
-            .iter()
-            .filter(|(_, k)| {
-                k.offered_by_nodes()
-                    && (self.policy.allow_unproven || *k != MechanismKind::GibbsPosteriorUnproven)
-            })
-            .map(|(n, _)| (*n).to_owned())
+        MechanismKind::all()
+            .filter(|k| k.offered_by_nodes() && (self.policy.allow_unproven || k.is_proven()))
+            .map(|k| k.name().to_owned())
             .collect()
     }
 

@@ -99,10 +99,7 @@ fn text() -> impl Strategy<Value = String> {
 
 /// A mechanism name: known, nearly known, or anything.
 fn mechanism() -> impl Strategy<Value = String> {
-    let known: Vec<String> = MechanismKind::ALL
-        .iter()
-        .map(|(n, _)| (*n).to_owned())
-        .collect();
+    let known: Vec<String> = MechanismKind::all().map(|k| k.name().to_owned()).collect();
     prop_oneof![
         3 => proptest::sample::select(known.clone()),
         1 => proptest::sample::select(known).prop_map(|n| format!("{n} ")),
@@ -112,9 +109,8 @@ fn mechanism() -> impl Strategy<Value = String> {
 
 /// An option or parameter map: real option names, arbitrary names, up to 2,000 entries.
 fn options() -> impl Strategy<Value = BTreeMap<String, f64>> {
-    let names: Vec<String> = MechanismKind::ALL
-        .iter()
-        .flat_map(|(_, k)| k.options().iter().map(|o| o.name.to_owned()))
+    let names: Vec<String> = MechanismKind::all()
+        .flat_map(|k| k.options().iter().map(|o| o.name.to_owned()))
         .chain(["proven".to_owned(), "lambda".to_owned(), String::new()])
         .collect();
     let key = prop_oneof![3 => proptest::sample::select(names), 1 => ".{0,12}"];

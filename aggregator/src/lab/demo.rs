@@ -24,13 +24,13 @@ use dpagg_node::access::AccessPolicy;
 use dpagg_node::config::{NodeConfig, Policy, Transport};
 use dpagg_node::node::Node;
 use dpagg_node::transport::Security as NodeSecurity;
-use dpagg_shared::cli::Out;
+use dpagg_shared::cli::{LearnerArgs, Out};
 use dpagg_shared::data::bundled::Bundled;
 use dpagg_shared::data::clinic::{
     CLINIC_DIM, CLINIC_HOSPITAL_ROWS, CLINIC_OWN_ROWS, CLINIC_TEST_ROWS, clinic_rows,
 };
 use dpagg_shared::privacy::guarantee::PrivacyGuarantee;
-use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};
+use dpagg_shared::privacy::mechanism::LearnerSpec;
 use dpagg_shared::privacy::noise::derived_rng;
 use rand::seq::SliceRandom;
 use std::io::Write;
@@ -53,22 +53,13 @@ pub struct Args {
     /// [default: clinic 100,2000,…; diabetes an equal share of 600].
     #[arg(long, value_delimiter = ',')]
     rows_per_org: Vec<usize>,
-    /// Mechanism every node publishes.
-    #[arg(long, default_value = "objective-perturbation")]
-    mechanism: String,
     /// ε of every node's release.
     #[arg(long, default_value_t = 1.0)]
     epsilon: f64,
-    /// δ of every node's release (0: pure ε-DP).
-    #[arg(long, default_value_t = 0.0)]
-    delta: f64,
-    /// Regulariser λ of the nodes' learners: `auto` (a function of n, d, ε and the mechanism)
-    /// or a number. The aggregator's local model chooses its own λ by cross-validation.
-    #[arg(long, default_value = "auto")]
-    lambda: Lambda,
-    /// Mechanism option name=value (repeat), e.g. --option steps=500 for dp-sgd.
-    #[arg(long = "option", value_parser = dpagg_shared::privacy::mechanism::kind::parse_option)]
-    option: Vec<(String, f64)>,
+    /// The mechanism every node publishes, its δ, λ (the aggregator's local model chooses its
+    /// own λ by cross-validation) and options.
+    #[command(flatten)]
+    learner: LearnerArgs,
     /// Let nodes publish, and the aggregator accept, releases whose guarantee is not proven
     /// (gibbs-posterior-unproven).
     #[arg(long)]
@@ -327,20 +318,7 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
     let schema = work.path().join("schema.toml");
     std::fs::write(&schema, schema_text)
         .with_context(|| format!("{}: cannot write", schema.display()))?;
-    let kind = MechanismKind::from_name(&args.mechanism).with_context(|| {
-        format!(
-            "unknown mechanism `{}` (available: {})",
-            args.mechanism,
-            MechanismKind::names()
-        )
-    })?;
-    let spec = LearnerSpec {
-        kind,
-        epsilon: args.epsilon,
-        delta: args.delta,
-        l2: args.lambda,
-        options: args.option.iter().cloned().collect(),
-    };
+    let spec = args.learner.spec(args.epsilon);
     let accepted = requested_guarantee(&spec)?;
     if !args.insecure {
         federation(work.path(), files.len() - 1)?;
@@ -366,7 +344,7 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
         stdout,
         "{} nodes published {} at ε = {} (each charged to its own ledger)",
         nodes.len(),
-        args.mechanism,
+        args.learner.mechanism,
         args.epsilon
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -1,14 +1,13 @@
 //! `dpagg-aggregator simulate`: command-line front end of [`dpagg_shared::simulation`].
 
 use anyhow::{Context, Result, bail};
-use dpagg_shared::cli::Out;
+use dpagg_shared::cli::{LearnerArgs, Out};
 use dpagg_shared::data::bundled::Bundled;
 use dpagg_shared::data::csv::{RawRows, load_csv, load_csv_with_raw};
 use dpagg_shared::data::normalise::MapMode;
 use dpagg_shared::data::private_normalisation::simulate_private_constants;
 use dpagg_shared::data::schema::Schema;
 use dpagg_shared::data::synthetic::SyntheticSpec;
-use dpagg_shared::privacy::mechanism::{Lambda, MechanismKind};
 use dpagg_shared::simulation::{
     DataSource, LocalBaseline, SimulationConfig, SimulationSummary, TestSplit,
     run as run_simulation, runs_csv,
@@ -40,20 +39,13 @@ pub struct Args {
     /// what an organisation really has alone) or `fixed` (0.01 or --lambda: the paper's baseline).
     #[arg(long, value_enum, default_value_t = Baseline::Tuned)]
     local: Baseline,
-    /// Private learner.
-    #[arg(long, default_value = "objective-perturbation", value_parser = parse_mechanism)]
-    mechanism: MechanismKind,
-    /// δ; 0 selects the pure ε-DP variant (objective perturbation: CMS 2011 Theorem 9).
-    #[arg(long, default_value_t = 0.0)]
-    delta: f64,
     /// Comma-separated privacy levels [default: 0.1,0.3,…,1.9 for synthetic (Fig. 3), 0.3,0.5,1,1.5,2,2.5,3 otherwise].
     #[arg(long, value_delimiter = ',')]
     epsilon: Vec<f64>,
-    /// L2 regulariser λ of the private learners: `auto` (a function of n, d, ε and the
-    /// mechanism) or a number (seed 001 §5.1 uses 0.01); with `--local fixed` also the
-    /// non-private learners' (0.01 when `auto`).
-    #[arg(long, default_value = "auto")]
-    lambda: Lambda,
+    /// The private learners' mechanism, δ, λ (with `--local fixed` also the non-private
+    /// learners' λ, 0.01 when `auto`) and options.
+    #[command(flatten)]
+    learner: LearnerArgs,
     /// Mirror-averaging temperature β (seed 001 §5 uses 3; eq. 19 needs β ≥ e).
     #[arg(long, default_value_t = 3.0)]
     beta: f64,
@@ -67,9 +59,6 @@ pub struct Args {
     /// the paper's test sets and synthetic data its own.
     #[arg(long)]
     test_fraction: Option<f64>,
-    /// Mechanism option name=value (repeat), e.g. --option steps=500 for dp-sgd.
-    #[arg(long = "option", value_parser = dpagg_shared::privacy::mechanism::kind::parse_option)]
-    option: Vec<(String, f64)>,
     /// Output folder for summary.json and runs.csv [default: results/<dataset>].
     #[arg(long)]
     out: Option<PathBuf>,
@@ -91,15 +80,6 @@ enum Baseline {
     Tuned,
     /// The paper's fixed λ.
     Fixed,
-}
-
-fn parse_mechanism(s: &str) -> Result<MechanismKind, String> {
-    MechanismKind::from_name(s).ok_or_else(|| {
-        format!(
-            "unknown mechanism `{s}` (available: {})",
-            MechanismKind::names()
-        )
-    })
 }
 
 /// The data to simulate on.
@@ -255,8 +235,8 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
         map,
     } = source(&args, &mut note)?;
     let lambda = match map {
-        Some((schema, MapMode::Paper)) => args.lambda.for_paper_map(&schema),
-        _ => args.lambda,
+        Some((schema, MapMode::Paper)) => args.learner.lambda.for_paper_map(&schema),
+        _ => args.learner.lambda,
     };
     let epsilons = if !args.epsilon.is_empty() {
         args.epsilon.clone()
@@ -276,9 +256,9 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
         } else {
             args.rows_per_org.len()
         },
-        mechanism: args.mechanism,
+        mechanism: args.learner.mechanism,
         epsilons,
-        delta: args.delta,
+        delta: args.learner.delta,
         lambda,
         local_lambda: None,
         local_baseline: match args.local {
@@ -289,7 +269,7 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
         beta: args.beta,
         trials: args.trials,
         seed: args.seed,
-        options: args.option.iter().cloned().collect(),
+        options: args.learner.options(),
     };
     let out = args
         .out

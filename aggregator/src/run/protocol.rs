@@ -18,8 +18,8 @@ use crate::run::synthetic::train_on_synthetic;
 use crate::run::trust::Trust;
 use crate::run::validate::Context as Check;
 use anyhow::{Context, Result, bail};
+use dpagg_shared::aggregate::MirrorAveraging;
 use dpagg_shared::aggregate::select::{Candidate, SelectionConfig, choose_final};
-use dpagg_shared::aggregate::{MirrorAveraging, best_single, uniform_average};
 use dpagg_shared::data::csv::load_csv;
 use dpagg_shared::data::partition::proportional_split;
 use dpagg_shared::data::schema::Schema;
@@ -158,7 +158,6 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
     };
     let fin = choose_final(&experts, &own.train, &selection)
         .context("cannot build the final model on the aggregator's own training rows")?;
-    let best = &experts[best_single(&experts, &own.train)?];
     let warnings = split_warnings(&own.train, &own.test);
     for w in &warnings {
         tracing::info!("{w}");
@@ -211,8 +210,8 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         own_learner_mixing_weight: fin.mixing_weights_with_own.last().copied().unwrap_or(0.0),
         stacking_accuracy: accuracy(Candidate::Stacking),
         final_model: FinalView::new(&fin, &own.test),
-        uniform_average_accuracy: uniform_average(&experts).accuracy(&own.test),
-        best_single_accuracy: best.accuracy(&own.test),
+        uniform_average_accuracy: accuracy(Candidate::UniformAverage),
+        best_single_accuracy: accuracy(Candidate::BestSingle),
         summary: Vec::new(),
         warnings,
         nodes,

@@ -26,13 +26,16 @@
 //!
 //! Experts are anything that is a slice of coefficients
 //! ([`LinearClassifier`](crate::learn::classifier::LinearClassifier), `Vec<f64>`); the results are
-//! `LinearClassifier`s. A new combiner goes into its own file here, beside
-//! [`mirror`], and is called from the aggregator's protocol and the simulation.
+//! `LinearClassifier`s.
 //!
-//! [`select`] builds the candidate final models (tuned local, mirror averaging with and without
-//! the own learner, stacking) and chooses one by cross-validation on the own training rows, so
-//! that joining never leaves the aggregator worse off than its own data alone.
+//! [`combiner`] holds the [`combiner::Combiner`]s, one file each (local, mirror averaging with and
+//! without the own learner, the two stackers, and the comparators uniform average and best
+//! single learner) and their registry; **a new combiner** is one file there and one line in
+//! its registry. [`select`] builds the selectable ones and chooses one by cross-validation on
+//! the own training rows, so that joining never leaves the aggregator worse off than its own
+//! data alone.
 
+pub mod combiner;
 mod comparators;
 mod mirror;
 pub mod select;

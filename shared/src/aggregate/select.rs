@@ -32,7 +32,9 @@
 //! respect to the aggregator's own records, which it uses without noise: it must not be
 //! published as if it were.
 
-use super::{AggregateError, MirrorAveraging};
+use super::AggregateError;
+pub use super::combiner::Candidate;
+use super::combiner::{Combined, Inputs, Tuning};
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::classifier::LinearClassifier;
 use crate::learn::logistic::logistic_loss;
@@ -85,45 +87,6 @@ pub fn lambda_grid(data: &Dataset) -> Vec<f64> {
             }
             grid
         })
-}
-
-/// A candidate final model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Candidate {
-    /// The aggregator's own tuned logistic regression.
-    Local,
-    /// Mirror averaging of the others' learners (eq. 17).
-    MirrorAveraging,
-    /// Mirror averaging with the local model as one more expert.
-    MirrorWithOwn,
-    /// Stacking on the own features and the experts' normalised margins.
-    Stacking,
-    /// Stacking on the experts' normalised margins only (fewer parameters: better when the
-    /// experts carry most of the signal and the own rows are few).
-    StackingMargins,
-}
-
-impl Candidate {
-    /// Every candidate, local first.
-    pub const ALL: [Candidate; 5] = [
-        Self::Local,
-        Self::MirrorAveraging,
-        Self::MirrorWithOwn,
-        Self::Stacking,
-        Self::StackingMargins,
-    ];
-
-    /// The name used in reports and `model.json`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Local => "local",
-            Self::MirrorAveraging => "mirror-averaging",
-            Self::MirrorWithOwn => "mirror-averaging+own",
-            Self::Stacking => "stacking",
-            Self::StackingMargins => "stacking-margins",
-        }
-    }
 }
 
 /// How the final model is chosen.
@@ -190,8 +153,11 @@ pub struct CvEstimate {
 pub struct FinalModel {
     /// The candidate chosen.
     pub chosen: Candidate,
-    /// Each candidate fitted on all training rows, in [`Candidate::ALL`] order.
+    /// Each candidate fitted on all training rows, in [`Candidate::all`] order.
     pub candidates: Vec<(Candidate, LinearClassifier)>,
+    /// The comparators ([`Candidate::comparators`]: never chosen, reported) fitted on all
+    /// training rows.
+    pub comparators: Vec<(Candidate, LinearClassifier)>,
     /// Each candidate's cross-validated standing, same order.
     pub cv: Vec<CvEstimate>,
     /// The experts' mirror-averaging weights λ_m on all training rows (eq. 16).
@@ -212,13 +178,14 @@ impl FinalModel {
         self.model(self.chosen)
     }
 
-    /// A candidate's classifier.
+    /// A candidate's (or a comparator's) classifier.
     pub fn model(&self, c: Candidate) -> &LinearClassifier {
         &self
             .candidates
             .iter()
+            .chain(&self.comparators)
             .find(|(k, _)| *k == c)
-            .expect("every candidate is fitted")
+            .expect("every registered combiner is fitted")
             .1
     }
 }
@@ -262,7 +229,7 @@ fn tuning_folds(data: &Dataset, k: usize, seed: u64) -> Vec<Vec<usize>> {
 /// previous minimiser (a warm-started path: the same minimisers to the solver's tolerance, in a
 /// few Newton steps each). A λ whose fit fails in some fold (e.g. too little regularisation for
 /// nearly separable rows) is never chosen; if every λ fails, the error of the last is returned.
-fn cv_lambda(data: &Dataset, folds: &[Vec<usize>]) -> Result<f64, SolverError> {
+pub(crate) fn cv_lambda(data: &Dataset, folds: &[Vec<usize>]) -> Result<f64, SolverError> {
     let grid = lambda_grid(data);
     let mut loss = vec![0.0; grid.len()];
     let mut last_error = None;
@@ -313,7 +280,7 @@ pub fn tuned_logistic(
 
 /// The fit at `lambda` on all of `data`, reached along the grid's path from its largest λ when
 /// a cold start does not converge (small λ on nearly separable rows).
-fn fit_on_path(data: &Dataset, lambda: f64) -> Result<Fit, SolverError> {
+pub(crate) fn fit_on_path(data: &Dataset, lambda: f64) -> Result<Fit, SolverError> {
     fit_logistic(data, lambda).or_else(|_| {
         let mut start = vec![0.0; data.dim()];
         for l in lambda_grid(data).into_iter().filter(|&l| l > lambda) {
@@ -325,105 +292,47 @@ fn fit_on_path(data: &Dataset, lambda: f64) -> Result<Fit, SolverError> {
     })
 }
 
-/// The experts' directions u_m = θ_m/‖θ_m‖₂ (zero for a zero expert).
-fn directions(experts: &[LinearClassifier]) -> Vec<Vec<f64>> {
-    experts
-        .iter()
-        .map(|e| {
-            let norm = dot(e.coefficients(), e.coefficients()).sqrt();
-            let scale = if norm > 0.0 { 1.0 / norm } else { 0.0 };
-            e.coefficients().iter().map(|v| v * scale).collect()
-        })
-        .collect()
-}
-
-/// The stacking features of every row: [x, ⟨u₁, x⟩, …] with the own features, [⟨u₁, x⟩, …]
-/// without.
-fn stacked(data: &Dataset, directions: &[Vec<f64>], own_features: bool) -> Dataset {
-    let d = if own_features { data.dim() } else { 0 };
-    let width = d + directions.len();
-    let mut x = Vec::with_capacity(data.len() * width);
-    for i in 0..data.len() {
-        let row = data.row(i);
-        x.extend_from_slice(&row[..d]);
-        x.extend(directions.iter().map(|u| dot(u, row)));
-    }
-    Dataset::new(x, data.labels().to_vec(), width)
-}
-
-/// The stacker fitted on `data` as one weight vector in x-space: w_x + Σ w_m u_m (w_x = 0
-/// without the own features).
-fn fit_stacking(
-    data: &Dataset,
-    directions: &[Vec<f64>],
-    lambda: f64,
-    own_features: bool,
-) -> Result<LinearClassifier, SolverError> {
-    let w = fit_on_path(&stacked(data, directions, own_features), lambda)?.classifier();
-    let d = if own_features { data.dim() } else { 0 };
-    let mut theta = if own_features {
-        w.coefficients()[..d].to_vec()
-    } else {
-        vec![0.0; data.dim()]
-    };
-    for (u, wm) in directions.iter().zip(&w.coefficients()[d..]) {
-        for (t, v) in theta.iter_mut().zip(u) {
-            *t += wm * v;
-        }
-    }
-    Ok(LinearClassifier::new(theta))
-}
-
-/// The cross-validated λ of the local model and of the two stackers.
-#[derive(Debug, Clone, Copy)]
-struct Lambdas {
-    local: f64,
-    stacking: f64,
-    margins: f64,
-}
-
-/// Every candidate fitted on one set of rows, with the mixing weights behind the two mirror
-/// averages.
-struct Fitted {
-    models: Vec<(Candidate, LinearClassifier)>,
-    mixing_weights: Vec<f64>,
-    mixing_weights_with_own: Vec<f64>,
-}
-
-/// Every candidate fitted on `data` with fixed λs; `purpose` derives the visiting orders.
+/// Every candidate fitted on `data` at its tuned value (in [`Candidate::all`] order, sharing
+/// one visiting-order stream derived from `purpose`), with their mixing weights.
 fn fit_all(
     experts: &[LinearClassifier],
     data: &Dataset,
-    lambdas: Lambdas,
+    tuned: &[(Candidate, Option<f64>)],
     config: &SelectionConfig,
     purpose: &[u64],
-) -> Result<Fitted, SelectError> {
-    let local = fit_on_path(data, lambdas.local)?.classifier();
-    let mirror = MirrorAveraging::new(config.beta)?;
-    let mut rng = derived_rng(config.seed, purpose);
-    let (others, mixing_weights) = if experts.is_empty() {
-        (local.clone(), Vec::new())
-    } else {
-        let a = mirror.aggregate(experts, data, &mut rng)?;
-        (a.classifier, a.mixing_weights)
+) -> Result<Vec<(Candidate, Combined)>, SelectError> {
+    let local_lambda = tuned[0].1.expect("the local model's λ is tuned");
+    let own = fit_on_path(data, local_lambda)?.classifier();
+    let inputs = Inputs {
+        experts,
+        data,
+        own: &own,
+        beta: config.beta,
     };
-    let mut with_own: Vec<LinearClassifier> = experts.to_vec();
-    with_own.push(local.clone());
-    let own = mirror.aggregate(&with_own, data, &mut rng)?;
-    let u = directions(experts);
-    let stack = fit_stacking(data, &u, lambdas.stacking, true)?;
-    let margins = fit_stacking(data, &u, lambdas.margins, false)?;
-    Ok(Fitted {
-        models: vec![
-            (Candidate::Local, local),
-            (Candidate::MirrorAveraging, others),
-            (Candidate::MirrorWithOwn, own.classifier),
-            (Candidate::Stacking, stack),
-            (Candidate::StackingMargins, margins),
-        ],
-        mixing_weights,
-        mixing_weights_with_own: own.mixing_weights,
-    })
+    let mut rng = derived_rng(config.seed, purpose);
+    tuned
+        .iter()
+        .map(|&(c, value)| Ok((c, c.combiner().fit(&inputs, value, &mut rng)?)))
+        .collect()
+}
+
+/// The comparators fitted on `data` (untuned; they draw no randomness of the selection's).
+fn fit_comparators(
+    experts: &[LinearClassifier],
+    data: &Dataset,
+    own: &LinearClassifier,
+    config: &SelectionConfig,
+) -> Result<Vec<(Candidate, LinearClassifier)>, SelectError> {
+    let inputs = Inputs {
+        experts,
+        data,
+        own,
+        beta: config.beta,
+    };
+    let mut rng = derived_rng(config.seed, &[14]);
+    Candidate::comparators()
+        .map(|c| Ok((c, c.combiner().fit(&inputs, None, &mut rng)?.classifier)))
+        .collect()
 }
 
 /// 1 if `model` classifies row `i` of `data` correctly (a zero margin predicts +1, as in
@@ -445,6 +354,48 @@ fn mean_se(values: &[f64]) -> (f64, f64) {
     (mean, (var / n).sqrt())
 }
 
+/// Each candidate's cross-validated standing: repeated stratified folds of `train`, every
+/// candidate rebuilt on the other folds at its tuned value and scored row by row on the
+/// held-out fold, paired with the local model (the first candidate).
+fn cross_validate(
+    experts: &[LinearClassifier],
+    train: &Dataset,
+    tuned: &[(Candidate, Option<f64>)],
+    config: &SelectionConfig,
+) -> Result<Vec<CvEstimate>, SelectError> {
+    let k = config.folds.max(2);
+    // correct[c][r]: 1 if candidate c got held-out row r right, over all repeats.
+    let mut correct: Vec<Vec<f64>> = vec![Vec::new(); tuned.len()];
+    for repeat in 0..config.repeats.max(1) as u64 {
+        let folds = stratified_folds(
+            train.labels(),
+            k,
+            &mut derived_rng(config.seed, &[11, repeat]),
+        );
+        for (f, held) in folds.iter().enumerate() {
+            let fit_rows = train.subset(&complement(train.len(), held));
+            let fitted = fit_all(experts, &fit_rows, tuned, config, &[12, repeat, f as u64])?;
+            for (c, (_, model)) in fitted.iter().enumerate() {
+                correct[c].extend(held.iter().map(|&i| right(&model.classifier, train, i)));
+            }
+        }
+    }
+    Ok(tuned
+        .iter()
+        .zip(&correct)
+        .map(|(&(candidate, _), right)| {
+            let diffs: Vec<f64> = right.iter().zip(&correct[0]).map(|(a, b)| a - b).collect();
+            let (gain, gain_se) = mean_se(&diffs);
+            CvEstimate {
+                candidate,
+                accuracy: right.iter().sum::<f64>() / right.len() as f64,
+                gain,
+                gain_se,
+            }
+        })
+        .collect())
+}
+
 /// Builds every candidate on `train` and chooses the final model (see the module docs).
 pub fn choose_final(
     experts: &[LinearClassifier],
@@ -458,67 +409,41 @@ pub fn choose_final(
             folds: k,
         });
     }
-    let tuning = tuning_folds(train, k, config.seed);
-    let local_lambda = cv_lambda(train, &tuning)?;
-    let u = directions(experts);
-    let stacker_lambda = |own: bool| {
-        if experts.is_empty() {
-            Ok(local_lambda)
-        } else {
-            cv_lambda(&stacked(train, &u, own), &tuning)
-        }
+    let folds = tuning_folds(train, k, config.seed);
+    let tuning = Tuning {
+        experts,
+        data: train,
+        folds: &folds,
+        local_lambda: cv_lambda(train, &folds)?,
     };
-    let lambdas = Lambdas {
-        local: local_lambda,
-        stacking: stacker_lambda(true)?,
-        margins: stacker_lambda(false)?,
-    };
-    // correct[c][r]: 1 if candidate c got held-out row r right, over all repeats.
-    let mut correct: Vec<Vec<f64>> = vec![Vec::new(); Candidate::ALL.len()];
-    for repeat in 0..config.repeats.max(1) as u64 {
-        let folds = stratified_folds(
-            train.labels(),
-            k,
-            &mut derived_rng(config.seed, &[11, repeat]),
-        );
-        for (f, held) in folds.iter().enumerate() {
-            let fit_rows = train.subset(&complement(train.len(), held));
-            let fitted = fit_all(experts, &fit_rows, lambdas, config, &[12, repeat, f as u64])?;
-            for (c, (_, model)) in fitted.models.iter().enumerate() {
-                correct[c].extend(held.iter().map(|&i| right(model, train, i)));
-            }
-        }
-    }
-    let cv: Vec<CvEstimate> = Candidate::ALL
-        .iter()
-        .zip(&correct)
-        .map(|(&candidate, right)| {
-            let diffs: Vec<f64> = right.iter().zip(&correct[0]).map(|(a, b)| a - b).collect();
-            let (gain, gain_se) = mean_se(&diffs);
-            CvEstimate {
-                candidate,
-                accuracy: right.iter().sum::<f64>() / right.len() as f64,
-                gain,
-                gain_se,
-            }
-        })
-        .collect();
+    let tuned: Vec<(Candidate, Option<f64>)> = Candidate::all()
+        .map(|c| Ok((c, c.combiner().tune(&tuning)?)))
+        .collect::<Result<_, SelectError>>()?;
+    let cv = cross_validate(experts, train, &tuned, config)?;
     let bound = |e: &CvEstimate| e.gain - config.z * e.gain_se;
     let chosen = cv
         .iter()
         .filter(|e| e.candidate != Candidate::Local && e.gain > 0.0 && bound(e) > 0.0)
         .max_by(|a, b| bound(a).total_cmp(&bound(b)))
         .map_or(Candidate::Local, |e| e.candidate);
-    let all = fit_all(experts, train, lambdas, config, &[13])?;
+    let all = fit_all(experts, train, &tuned, config, &[13])?;
+    let comparators = fit_comparators(experts, train, &all[0].1.classifier, config)?;
+    let weights = |c: Candidate| {
+        all.iter()
+            .find(|(k, _)| *k == c)
+            .map_or_else(Vec::new, |(_, m)| m.mixing_weights.clone())
+    };
+    let lambda = |c: Candidate| tuned.iter().find(|(k, _)| *k == c).and_then(|(_, v)| *v);
     Ok(FinalModel {
         chosen,
-        candidates: all.models,
+        mixing_weights: weights(Candidate::MirrorAveraging),
+        mixing_weights_with_own: weights(Candidate::MirrorWithOwn),
+        local_lambda: tuning.local_lambda,
+        stacking_lambda: lambda(Candidate::Stacking).unwrap_or(tuning.local_lambda),
+        margins_lambda: lambda(Candidate::StackingMargins).unwrap_or(tuning.local_lambda),
+        candidates: all.into_iter().map(|(c, m)| (c, m.classifier)).collect(),
+        comparators,
         cv,
-        mixing_weights: all.mixing_weights,
-        mixing_weights_with_own: all.mixing_weights_with_own,
-        local_lambda,
-        stacking_lambda: lambdas.stacking,
-        margins_lambda: lambdas.margins,
     })
 }
 

@@ -1,6 +1,7 @@
 //! Tests of the final model's candidates and selection, on planted cases.
 
 use super::*;
+use crate::aggregate::combiner::stacking::{directions, fit_stacking, stacked};
 use rand::RngExt;
 use rand_distr::StandardNormal;
 

@@ -9,6 +9,9 @@
 //! - [`settings`]: [`ConfigError`] (one line: origin, key, what is wrong) and [`Layers`], which
 //!   resolves a [`FileSettings`] struct given by flags, environment and a TOML file, remembering
 //!   the [`Origin`] of every value.
+//! - [`learner`]: [`LearnerArgs`], the learner-spec flags (`--mechanism`, `--delta`,
+//!   `--lambda`, `--option`) every command that trains flattens, with the mechanism help
+//!   generated from the registry.
 //! - [`exit`]: the end of every tool — [`Out`] writes stdout and turns a reader that went away
 //!   (`| head -1`) into a clean exit; [`exit_code`] prints any other error as one `error: …`
 //!   line on stderr and returns a failure status.
@@ -17,11 +20,13 @@
 //! strings the rest together: a tool's `main` is one call.
 
 pub mod exit;
+pub mod learner;
 pub mod log;
 pub mod parse;
 pub mod settings;
 
 pub use exit::{Out, exit_code};
+pub use learner::LearnerArgs;
 pub use log::{LogArgs, LogFormat, init_tracing};
 pub use parse::parse;
 pub use settings::{

@@ -29,13 +29,8 @@ impl Default for NodeLearner {
 impl NodeLearner {
     /// `--mechanism` and `--delta`, checked once before any trial runs.
     pub(super) fn of(args: &UtilityArgs) -> Result<Self> {
-        let kind = MechanismKind::from_name(&args.mechanism).with_context(|| {
-            format!(
-                "--mechanism: unknown mechanism `{}` (available: {})",
-                args.mechanism,
-                MechanismKind::names()
-            )
-        })?;
+        let kind = MechanismKind::parse(&args.mechanism)
+            .map_err(|e| anyhow::anyhow!("--mechanism: {e}"))?;
         let learner = NodeLearner {
             kind,
             delta: args.delta,

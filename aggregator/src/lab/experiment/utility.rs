@@ -331,9 +331,8 @@ fn cells<'a>(names: &[&'a str], runs: &[Run], epsilons: &[f64]) -> Vec<Cell<'a>>
                     .collect(),
                 final_minus_local: Paired::of(&diff(0)),
                 final_minus_centralised: Paired::of(&diff(7)),
-                chosen: Candidate::ALL
-                    .iter()
-                    .map(|&c| (c, here.iter().filter(|r| r.chosen == c).count()))
+                chosen: Candidate::all()
+                    .map(|c| (c, here.iter().filter(|r| r.chosen == c).count()))
                     .collect(),
             });
         }
@@ -411,8 +410,7 @@ fn paired_csv(cells: &[Cell]) -> Result<Vec<u8>> {
         "low95_c",
         "high95_c",
     ];
-    let chosen: Vec<String> = Candidate::ALL
-        .iter()
+    let chosen: Vec<String> = Candidate::all()
         .map(|c| format!("chosen_{}", c.name()))
         .collect();
     header.extend(chosen.iter().map(String::as_str));

@@ -33,6 +33,7 @@
 //! clipping: each record moves the batch sum by at most C in ℓ₂.
 
 use super::lambda::{AutoRule, Lambda};
+use super::kind::{OptionSpec, OptionType, Registration};
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::logistic::sigmoid;
@@ -49,6 +50,55 @@ pub const NAME: &str = "dp-sgd";
 
 /// Largest number of steps T accepted (bounds the running time of a release).
 pub const MAX_STEPS: u64 = 10_000_000;
+
+/// The registry's entry ([`super::kind`]): a cosine-decayed step size, no batch divisor.
+pub const REGISTERED: &[Registration] = &[Registration {
+    name: NAME,
+    summary: "(ε, δ)-DP DP-SGD with Poisson sampling, σ calibrated by an RDP accountant \
+              (Abadi et al. 2016); add/remove-one; delta > 0",
+    options: &[
+        OptionSpec {
+            name: "clip_norm",
+            default: 1.0,
+            range: OptionType::POSITIVE,
+            help: "C: per-example gradients are clipped to this norm (1 = the logistic gradient bound)",
+        },
+        OptionSpec {
+            name: "sampling_rate",
+            default: 0.1,
+            range: OptionType::open_closed(0.0, 1.0),
+            help: "q: Poisson sampling probability of each record per step",
+        },
+        OptionSpec {
+            name: "steps",
+            default: 200.0,
+            range: OptionType::Count,
+            help: "T: number of noisy steps",
+        },
+        OptionSpec {
+            name: "learning_rate",
+            default: 1.0,
+            range: OptionType::POSITIVE,
+            help: "η of the cosine-decayed step size η_t",
+        },
+    ],
+    proven: true,
+    node_replacement: None,
+    build: |r| {
+        Ok(Box::new(DpSgd::new(
+            r.epsilon,
+            r.delta,
+            r.lambda,
+            DpSgdConfig {
+                clip_norm: r.real("clip_norm"),
+                sampling_rate: r.real("sampling_rate"),
+                steps: r.count("steps")?,
+                step_size: StepSize::Cosine(r.real("learning_rate")),
+                batch_divisor: None,
+            },
+        )?))
+    },
+}];
 
 /// Step-size schedule η_t, t = 1, …, T.
 #[derive(Debug, Clone, Copy, PartialEq)]

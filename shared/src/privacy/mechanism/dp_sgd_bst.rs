@@ -36,6 +36,7 @@
 //!
 //! **Assumptions:** every row has ||x||₂ ≤ 1; logistic loss (1-Lipschitz); λ > 0.
 
+use super::kind::Registration;
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::logistic::sigmoid;
@@ -51,6 +52,17 @@ pub const MAX_EPSILON: f64 = 1.0;
 
 /// Identifier used in release metadata and on the command line.
 pub const NAME: &str = "dp-sgd-bst";
+
+/// The registry's entry ([`super::kind`]); `auto` λ is the paper map's λ.
+pub const REGISTERED: &[Registration] = &[Registration {
+    name: NAME,
+    summary: "(ε, δ)-DP, Bassily–Smith–Thakurta 2014 (seed 001 Alg. 2): n² noisy single-record \
+              steps; replace-one; delta > 0; refused above 10⁸ steps",
+    options: &[],
+    proven: true,
+    node_replacement: None,
+    build: |r| Ok(Box::new(BstDpSgd::new(r.epsilon, r.delta, r.fixed_lambda())?)),
+}];
 
 /// Largest number of iterations n² a release may run (so n ≤ 10⁴).
 pub const MAX_ITERATIONS: u64 = 100_000_000;

@@ -1,215 +1,292 @@
-//! The mechanisms a user can name (command line, node configuration, RPC), their options and
-//! how each is built from (ε, δ, λ, options). λ is a number or `auto` ([`super::lambda`]).
+//! The mechanisms a user can name (command line, node configuration, RPC): [`MechanismKind`],
+//! a handle on one [`Registration`] of the registry in [`super`].
+//!
+//! **A mechanism is one file.** Besides implementing [`Mechanism`], its file declares
+//! `pub const REGISTERED: &[Registration]`: its name, a one-line summary with its reference, its
+//! options ([`OptionSpec`]: name, default, range, meaning) and how it is built from
+//! (ε, δ, λ, options) ([`Request`]). The registry is the list of those files in
+//! [`super`]'s `mechanisms!` block, one line each; the command-line help, the names nodes offer
+//! and the options `--option` accepts are read from it, and the proto comment on
+//! `LearnerSpec.mechanism` is checked against it (`proto/tests/registry.rs`).
 //!
 //! Options are public hyper-parameters with documented defaults (never derived from data,
-//! invariant 2); an option a mechanism does not take is an error, not ignored.
+//! invariant 2); an option a mechanism does not take is an error, not ignored. On the wire and
+//! in stored specs they stay a map of names to numbers ([`Options`]); a mechanism reads them
+//! typed, through [`Request::real`] and [`Request::count`]. λ is a number or `auto`
+//! ([`super::lambda`]).
 
 use super::lambda::{AutoRule, Lambda};
-use super::objective_perturbation::DEFAULT_OUTPUT_FRACTION;
-use super::{
-    BstDpSgd, DpSgd, DpSgdConfig, GaussianObjectivePerturbation, GibbsPosterior, GibbsSampler,
-    Langevin, Mechanism, MechanismError, ObjectivePerturbation, ObjectivePerturbationCms2011,
-    OutputPerturbation, OutputPerturbationCms2011, StepSize,
-};
-use serde::{Deserialize, Serialize};
+use super::{Mechanism, MechanismError};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
+use std::fmt;
 
-/// Mechanism options by name (e.g. `gamma`, `steps`).
+/// Mechanism options by name (e.g. `gamma`, `steps`): the wire and storage form.
 pub type Options = BTreeMap<String, f64>;
 
-/// One option a mechanism takes: name, default and meaning.
+/// What values an option takes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OptionType {
+    /// A real number in an interval: `low` < v (or ≤ with `low_closed`) and v < `high` (or ≤
+    /// with `high_closed`).
+    Real {
+        /// Lower end.
+        low: f64,
+        /// Whether `low` itself is allowed.
+        low_closed: bool,
+        /// Upper end (may be +∞).
+        high: f64,
+        /// Whether `high` itself is allowed.
+        high_closed: bool,
+    },
+    /// A whole number ≥ 1 (read by [`Request::count`]).
+    Count,
+}
+
+impl OptionType {
+    /// A real in (0, ∞).
+    pub const POSITIVE: OptionType = OptionType::open_closed(0.0, f64::INFINITY);
+
+    /// A real in (`low`, `high`].
+    pub const fn open_closed(low: f64, high: f64) -> Self {
+        Self::Real {
+            low,
+            low_closed: false,
+            high,
+            high_closed: high.is_finite(),
+        }
+    }
+
+    /// A real in (`low`, `high`).
+    pub const fn open(low: f64, high: f64) -> Self {
+        Self::Real {
+            low,
+            low_closed: false,
+            high,
+            high_closed: false,
+        }
+    }
+
+    /// Whether `v` is in range.
+    pub fn contains(self, v: f64) -> bool {
+        match self {
+            Self::Real {
+                low,
+                low_closed,
+                high,
+                high_closed,
+            } => (v > low || (low_closed && v == low)) && (v < high || (high_closed && v == high)),
+            Self::Count => v.is_finite() && v >= 1.0 && v.fract() == 0.0 && v <= u64::MAX as f64,
+        }
+    }
+}
+
+impl fmt::Display for OptionType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Real {
+                low,
+                low_closed,
+                high,
+                high_closed,
+            } => {
+                let (open, close) = (
+                    if low_closed { '[' } else { '(' },
+                    if high_closed { ']' } else { ')' },
+                );
+                let num = |v: f64| {
+                    if v.is_infinite() {
+                        "∞".to_owned()
+                    } else {
+                        crate::util::num::Num(v).to_string()
+                    }
+                };
+                write!(f, "{open}{}, {}{close}", num(low), num(high))
+            }
+            Self::Count => f.write_str("a whole number ≥ 1"),
+        }
+    }
+}
+
+/// One option a mechanism takes: name, default, range and meaning.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct OptionSpec {
     /// Its name.
     pub name: &'static str,
     /// The value used when it is not given.
     pub default: f64,
+    /// The values it takes (the mechanism refuses others when it is built).
+    pub range: OptionType,
     /// What it means.
     pub help: &'static str,
 }
 
-const OBJECTIVE_PERTURBATION_OPTIONS: &[OptionSpec] = &[OptionSpec {
-    name: "output_fraction",
-    default: DEFAULT_OUTPUT_FRACTION,
-    help: "share of ε spent on the snapped output noise that covers the solver's inexact minimiser, in (0, 0.5]",
-}];
+/// A mechanism as the registry knows it: what users name, what it takes and how it is built.
+#[derive(Debug, Clone, Copy)]
+pub struct Registration {
+    /// The name users give (command line, configuration, `LearnerSpec.mechanism`).
+    pub name: &'static str,
+    /// One line: the guarantee, the neighbour relation, the paper and algorithm.
+    pub summary: &'static str,
+    /// The options it takes.
+    pub options: &'static [OptionSpec],
+    /// Whether its releases carry a proven guarantee (nodes refuse unproven ones by default).
+    pub proven: bool,
+    /// For a mechanism kept only for the lab's reproductions, the name of the mechanism nodes
+    /// release instead (the same algorithm made safe); `None` for those nodes offer.
+    pub node_replacement: Option<&'static str>,
+    /// Builds the mechanism for one request (parameters are validated here, before any data).
+    pub build: fn(&Request<'_>) -> Result<Box<dyn Mechanism>, MechanismError>,
+}
 
-const GIBBS_PROVEN_OPTIONS: &[OptionSpec] = &[
-    OptionSpec {
-        name: "gamma",
-        default: 1e-3,
-        help: "total-variation target γ of Proposition 13; the release is (ε, δ + (1 + e^ε)γ)-DP",
-    },
-    OptionSpec {
-        name: "max_steps",
-        default: 1e9,
-        help: "refuse to release when Proposition 13 needs more Langevin steps than this",
-    },
-];
+/// What a [`Registration::build`] gets: the privacy parameters, λ and the options, typed.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// ε > 0.
+    pub epsilon: f64,
+    /// δ ∈ [0, 1); 0 selects a pure ε-DP variant where there is one.
+    pub delta: f64,
+    /// λ, a number or `auto`.
+    pub lambda: Lambda,
+    given: &'a Options,
+    specs: &'static [OptionSpec],
+}
 
-const GIBBS_UNPROVEN_OPTIONS: &[OptionSpec] = &[
-    OptionSpec {
-        name: "steps",
-        default: 1000.0,
-        help: "Langevin steps (no theorem bounds the sampler's error)",
-    },
-    OptionSpec {
-        name: "step_scale",
-        default: 0.5,
-        help: "step size h = step_scale / M, in (0, 1]",
-    },
-];
+impl Request<'_> {
+    /// A real option (its default when not given).
+    pub fn real(&self, name: &'static str) -> f64 {
+        self.given.get(name).copied().unwrap_or_else(|| {
+            self.specs
+                .iter()
+                .find(|s| s.name == name)
+                .map_or(f64::NAN, |s| s.default)
+        })
+    }
 
-const DP_SGD_OPTIONS: &[OptionSpec] = &[
-    OptionSpec {
-        name: "clip_norm",
-        default: 1.0,
-        help: "C: per-example gradients are clipped to this norm (1 = the logistic gradient bound)",
-    },
-    OptionSpec {
-        name: "sampling_rate",
-        default: 0.1,
-        help: "q: Poisson sampling probability of each record per step",
-    },
-    OptionSpec {
-        name: "steps",
-        default: 200.0,
-        help: "T: number of noisy steps",
-    },
-    OptionSpec {
-        name: "learning_rate",
-        default: 1.0,
-        help: "η of the cosine-decayed step size η_t",
-    },
-];
+    /// A whole, positive count.
+    pub fn count(&self, name: &'static str) -> Result<u64, MechanismError> {
+        let v = self.real(name);
+        if OptionType::Count.contains(v) {
+            Ok(v as u64)
+        } else {
+            Err(MechanismError::InvalidParameter {
+                name,
+                value: v,
+                requirement: "must be a whole number >= 1",
+            })
+        }
+    }
 
-const LANGEVIN_OPTIONS: &[OptionSpec] = &[
-    OptionSpec {
-        name: "step_scale",
-        default: super::langevin::DEFAULT_STEP_SCALE,
-        help: "step size η = step_scale / β with β = 1/4 + λ, in (0, 1]",
-    },
-    OptionSpec {
-        name: "tolerance",
-        default: super::langevin::DEFAULT_TOLERANCE,
-        help: "steps K: the smallest with c^K ≤ tolerance (c = 1 − ηλ; capped at 10^6), in (0, 1); the guarantee holds for every K",
-    },
-];
+    /// λ as a number, for mechanisms without a calibrated `auto` rule (Gibbs posterior, BST
+    /// 2014): `auto` is [`super::lambda::PAPER_MAP_LAMBDA`].
+    pub fn fixed_lambda(&self) -> f64 {
+        self.lambda
+            .fixed()
+            .unwrap_or_else(|| AutoRule::Uncalibrated.lambda(1, 1, self.epsilon))
+    }
 
-/// The mechanisms a user can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MechanismKind {
-    /// Objective perturbation: ε-DP when δ = 0 (CMS 2011 Theorem 9 with the Δ rule and an output
-    /// stage for the inexact minimiser), else (ε, δ)-DP (KST 2012 with the Δ rule).
-    ObjectivePerturbation,
-    /// Objective perturbation as published, for the reproduction: CMS 2011 Algorithm 2 when
-    /// δ = 0, seed 001 Algorithm 1 / KST 2012 with Δ = 2λ_max/ε otherwise.
-    #[serde(rename = "objective-perturbation-cms2011")]
-    ObjectivePerturbationCms2011,
-    /// Output perturbation: ε-DP (CMS 2011 Alg. 1 with per-coordinate Laplace noise snapped as
-    /// Mironov 2012 prescribes, so that the f64 release does not leak); δ must be 0.
-    OutputPerturbation,
-    /// Output perturbation as published (CMS 2011 Alg. 1, Gamma-ball noise in f64), for the
-    /// lab's reproductions only: exposed to Mironov's 2012 floating-point attack, so nodes do not
-    /// offer it ([`MechanismKind::offered_by_nodes`]); δ must be 0.
-    #[serde(rename = "output-perturbation-cms2011")]
-    OutputPerturbationCms2011,
-    /// A Gibbs-posterior sample by Langevin Monte Carlo with Proposition 13's step count
-    /// (Minami et al. 2016): (ε, δ + (1 + e^ε)γ)-DP.
-    GibbsPosterior,
-    /// The same chain with a user-chosen step count: the stated (ε, δ) is that of an exact
-    /// sample, not proven for the sampler (releases say so; nodes refuse them by default).
-    GibbsPosteriorUnproven,
-    /// DP-SGD with Poisson subsampling, clipping and the Gaussian mechanism, σ calibrated by the
-    /// RDP accountant: (ε, δ)-DP under add/remove-one; δ must be > 0.
-    DpSgd,
-    /// Bassily, Smith & Thakurta 2014 (seed 001 Algorithm 2): n² noisy single-record steps,
-    /// (ε, δ)-DP under replace-one; δ must be > 0.
-    DpSgdBst,
-    /// Noisy full-batch gradient descent (the Langevin chain of Minami et al. eq. 14), proven at
-    /// any step count by shifted Rényi divergences: (ε, δ)-DP under replace-one with an RDP
-    /// curve; δ must be > 0.
-    Langevin,
+    /// δ must be 0 (output perturbation, which is pure ε-DP).
+    pub fn require_pure(&self) -> Result<(), MechanismError> {
+        if self.delta == 0.0 {
+            Ok(())
+        } else {
+            Err(MechanismError::InvalidParameter {
+                name: "delta",
+                value: self.delta,
+                requirement: "must be 0 for output-perturbation (it is pure ε-DP)",
+            })
+        }
+    }
+}
+
+/// A mechanism users can name: a handle on its [`Registration`]. Equal when the names are.
+/// Serialised as its name.
+///
+/// The associated constants name the registered mechanisms for code that picks one; they keep
+/// the names the enum variants had, so call sites read as before.
+#[derive(Clone, Copy)]
+pub struct MechanismKind(&'static Registration);
+
+#[allow(non_upper_case_globals)]
+impl MechanismKind {
+    /// [`super::objective_perturbation`]: the default ε-DP learner (and (ε, δ) when δ > 0).
+    pub const ObjectivePerturbation: Self = Self(&super::objective_perturbation::REGISTERED[0]);
+    /// [`super::objective_perturbation_cms2011`]: the published algorithms, for reproductions.
+    pub const ObjectivePerturbationCms2011: Self =
+        Self(&super::objective_perturbation_cms2011::REGISTERED[0]);
+    /// [`super::output_perturbation`]: ε-DP, snapped.
+    pub const OutputPerturbation: Self = Self(&super::output_perturbation::REGISTERED[0]);
+    /// [`super::output_perturbation_cms2011`]: as published, f64 noise; lab only.
+    pub const OutputPerturbationCms2011: Self =
+        Self(&super::output_perturbation_cms2011::REGISTERED[0]);
+    /// [`super::gibbs_posterior`] with Proposition 13's step count.
+    pub const GibbsPosterior: Self = Self(&super::gibbs_posterior::REGISTERED[0]);
+    /// [`super::gibbs_posterior`] with a chosen step count (not proven).
+    pub const GibbsPosteriorUnproven: Self = Self(&super::gibbs_posterior::REGISTERED[1]);
+    /// [`super::dp_sgd`].
+    pub const DpSgd: Self = Self(&super::dp_sgd::REGISTERED[0]);
+    /// [`super::dp_sgd_bst`].
+    pub const DpSgdBst: Self = Self(&super::dp_sgd_bst::REGISTERED[0]);
+    /// [`super::langevin`].
+    pub const Langevin: Self = Self(&super::langevin::REGISTERED[0]);
 }
 
 impl MechanismKind {
-    /// All kinds with their command-line names.
-    pub const ALL: [(&'static str, MechanismKind); 9] = [
-        (
-            "objective-perturbation",
-            MechanismKind::ObjectivePerturbation,
-        ),
-        (
-            super::objective_perturbation_cms2011::NAME,
-            MechanismKind::ObjectivePerturbationCms2011,
-        ),
-        ("output-perturbation", MechanismKind::OutputPerturbation),
-        (
-            super::output_perturbation_cms2011::NAME,
-            MechanismKind::OutputPerturbationCms2011,
-        ),
-        (super::gibbs_posterior::NAME, MechanismKind::GibbsPosterior),
-        (
-            super::gibbs_posterior::NAME_UNPROVEN,
-            MechanismKind::GibbsPosteriorUnproven,
-        ),
-        (super::dp_sgd::NAME, MechanismKind::DpSgd),
-        (super::dp_sgd_bst::NAME, MechanismKind::DpSgdBst),
-        (super::langevin::NAME, MechanismKind::Langevin),
-    ];
+    /// Every registered mechanism, in the registry's order.
+    pub fn all() -> impl Iterator<Item = MechanismKind> {
+        super::REGISTRY
+            .iter()
+            .flat_map(|g| g.iter())
+            .map(MechanismKind)
+    }
 
     /// Parses a command-line name.
     pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
+        Self::all().find(|k| k.name() == name)
+    }
+
+    /// Parses a command-line name; the error lists the names there are.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        Self::from_name(name)
+            .ok_or_else(|| format!("unknown mechanism `{name}` (available: {})", Self::names()))
     }
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, k)| *k == self)
-            .map_or("?", |(n, _)| n)
+        self.0.name
+    }
+
+    /// Its registration (summary, options, how it is built).
+    pub fn registration(self) -> &'static Registration {
+        self.0
     }
 
     /// Every command-line name, comma-separated (for messages).
     pub fn names() -> String {
-        Self::ALL
-            .iter()
-            .map(|(n, _)| *n)
-            .collect::<Vec<_>>()
-            .join(", ")
+        Self::all().map(Self::name).collect::<Vec<_>>().join(", ")
     }
 
     /// False for kinds kept only for the lab's reproductions, which nodes neither list nor
     /// release: `output-perturbation-cms2011`, whose f64 noise is exposed to Mironov's 2012
     /// attack ([`super::output_perturbation_cms2011`]).
     pub fn offered_by_nodes(self) -> bool {
-        self.node_replacement().is_none()
+        self.0.node_replacement.is_none()
+    }
+
+    /// Whether its releases carry a proven guarantee.
+    pub fn is_proven(self) -> bool {
+        self.0.proven
     }
 
     /// For a kind nodes do not offer, the kind they release instead (the same algorithm made
     /// safe); `None` for the kinds nodes offer.
     pub fn node_replacement(self) -> Option<MechanismKind> {
-        match self {
-            Self::OutputPerturbationCms2011 => Some(Self::OutputPerturbation),
-            _ => None,
-        }
+        self.0.node_replacement.and_then(Self::from_name)
     }
 
     /// The options this mechanism takes.
     pub fn options(self) -> &'static [OptionSpec] {
-        match self {
-            Self::ObjectivePerturbation => OBJECTIVE_PERTURBATION_OPTIONS,
-            Self::ObjectivePerturbationCms2011
-            | Self::OutputPerturbation
-            | Self::OutputPerturbationCms2011
-            | Self::DpSgdBst => &[],
-            Self::DpSgd => DP_SGD_OPTIONS,
-            Self::Langevin => LANGEVIN_OPTIONS,
-            Self::GibbsPosterior => GIBBS_PROVEN_OPTIONS,
-            Self::GibbsPosteriorUnproven => GIBBS_UNPROVEN_OPTIONS,
-        }
+        self.0.options
     }
 
     /// Builds the mechanism with default options. `delta = 0` selects a pure ε-DP variant where
@@ -233,102 +310,12 @@ impl MechanismKind {
         lambda: impl Into<Lambda>,
         options: &Options,
     ) -> Result<Box<dyn Mechanism>, MechanismError> {
-        let lambda: Lambda = lambda.into();
-        let o = Resolved::new(self, options)?;
-        let fixed = lambda
-            .fixed()
-            .unwrap_or_else(|| AutoRule::Uncalibrated.lambda(1, 1, epsilon));
-        Ok(match self {
-            Self::ObjectivePerturbation if delta == 0.0 => {
-                Box::new(ObjectivePerturbation::with_output_fraction(
-                    epsilon,
-                    lambda,
-                    o.get("output_fraction"),
-                )?)
-            }
-            Self::ObjectivePerturbation => {
-                Box::new(GaussianObjectivePerturbation::with_output_fraction(
-                    epsilon,
-                    delta,
-                    lambda,
-                    o.get("output_fraction"),
-                )?)
-            }
-            Self::ObjectivePerturbationCms2011 if delta == 0.0 => {
-                Box::new(ObjectivePerturbationCms2011::new(epsilon, lambda)?)
-            }
-            Self::ObjectivePerturbationCms2011 => {
-                Box::new(GaussianObjectivePerturbation::new(epsilon, delta, lambda)?)
-            }
-            Self::OutputPerturbation if delta == 0.0 => {
-                Box::new(OutputPerturbation::new(epsilon, lambda)?)
-            }
-            Self::OutputPerturbationCms2011 if delta == 0.0 => {
-                Box::new(OutputPerturbationCms2011::new(epsilon, lambda)?)
-            }
-            Self::OutputPerturbation | Self::OutputPerturbationCms2011 => {
-                return Err(MechanismError::InvalidParameter {
-                    name: "delta",
-                    value: delta,
-                    requirement: "must be 0 for output-perturbation (it is pure ε-DP)",
-                });
-            }
-            Self::GibbsPosterior => Box::new(GibbsPosterior::new(
-                epsilon,
-                delta,
-                fixed,
-                GibbsSampler::Proven {
-                    gamma: o.get("gamma"),
-                    max_steps: o.count("max_steps")?,
-                },
-            )?),
-            Self::GibbsPosteriorUnproven => Box::new(GibbsPosterior::new(
-                epsilon,
-                delta,
-                fixed,
-                GibbsSampler::Unproven {
-                    steps: o.count("steps")?,
-                    step_scale: o.get("step_scale"),
-                },
-            )?),
-            Self::DpSgd => Box::new(DpSgd::new(
-                epsilon,
-                delta,
-                lambda,
-                DpSgdConfig {
-                    clip_norm: o.get("clip_norm"),
-                    sampling_rate: o.get("sampling_rate"),
-                    steps: o.count("steps")?,
-                    step_size: StepSize::Cosine(o.get("learning_rate")),
-                    batch_divisor: None,
-                },
-            )?),
-            Self::DpSgdBst => Box::new(BstDpSgd::new(epsilon, delta, fixed)?),
-            Self::Langevin => Box::new(Langevin::new(
-                epsilon,
-                delta,
-                lambda,
-                o.get("step_scale"),
-                o.get("tolerance"),
-            )?),
-        })
-    }
-}
-
-/// Options with defaults filled in, checked against what the mechanism takes.
-struct Resolved<'a> {
-    given: &'a Options,
-    specs: &'static [OptionSpec],
-}
-
-impl<'a> Resolved<'a> {
-    fn new(kind: MechanismKind, given: &'a Options) -> Result<Self, MechanismError> {
-        let specs = kind.options();
-        if let Some(name) = given.keys().find(|k| !specs.iter().any(|s| s.name == *k)) {
+        let specs = self.options();
+        if let Some(name) = options.keys().find(|k| !specs.iter().any(|s| s.name == *k)) {
             let accepted: Vec<&str> = specs.iter().map(|s| s.name).collect();
             return Err(MechanismError::UnknownOption {
                 name: name.clone(),
-                mechanism: kind.name(),
+                mechanism: self.name(),
                 accepted: if accepted.is_empty() {
                     "no options".into()
                 } else {
@@ -336,30 +323,53 @@ impl<'a> Resolved<'a> {
                 },
             });
         }
-        Ok(Self { given, specs })
-    }
-
-    fn get(&self, name: &'static str) -> f64 {
-        self.given.get(name).copied().unwrap_or_else(|| {
-            self.specs
-                .iter()
-                .find(|s| s.name == name)
-                .map_or(f64::NAN, |s| s.default)
+        (self.0.build)(&Request {
+            epsilon,
+            delta,
+            lambda: lambda.into(),
+            given: options,
+            specs,
         })
     }
+}
 
-    /// A whole, positive count.
-    fn count(&self, name: &'static str) -> Result<u64, MechanismError> {
-        let v = self.get(name);
-        if v.is_finite() && v >= 1.0 && v.fract() == 0.0 && v <= u64::MAX as f64 {
-            Ok(v as u64)
-        } else {
-            Err(MechanismError::InvalidParameter {
-                name,
-                value: v,
-                requirement: "must be a whole number >= 1",
-            })
-        }
+impl PartialEq for MechanismKind {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for MechanismKind {}
+
+impl fmt::Debug for MechanismKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MechanismKind({})", self.name())
+    }
+}
+
+impl fmt::Display for MechanismKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for MechanismKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::parse(s)
+    }
+}
+
+impl Serialize for MechanismKind {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for MechanismKind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Self::parse(&name).map_err(serde::de::Error::custom)
     }
 }
 
@@ -381,20 +391,84 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for (name, kind) in MechanismKind::ALL {
-            assert_eq!(MechanismKind::from_name(name), Some(kind));
-            assert_eq!(kind.name(), name);
+        for kind in MechanismKind::all() {
+            assert_eq!(MechanismKind::from_name(kind.name()), Some(kind));
         }
         assert_eq!(MechanismKind::from_name("laplace"), None);
+        let names: Vec<&str> = MechanismKind::all().map(MechanismKind::name).collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "names are unique: {names:?}");
+    }
+
+    /// The order users see (node listings, help texts) is the registry's, unchanged.
+    #[test]
+    fn the_registry_lists_the_mechanisms_in_their_order() {
+        let names: Vec<&str> = MechanismKind::all().map(MechanismKind::name).collect();
+        assert_eq!(
+            names[..9],
+            [
+                "objective-perturbation",
+                "objective-perturbation-cms2011",
+                "output-perturbation",
+                "output-perturbation-cms2011",
+                "gibbs-posterior",
+                "gibbs-posterior-unproven",
+                "dp-sgd",
+                "dp-sgd-bst",
+                "langevin",
+            ]
+        );
+    }
+
+    /// Every declared option range is what the mechanism enforces: its default builds, and a
+    /// value just outside each end of the range is refused.
+    #[test]
+    fn declared_option_ranges_are_the_ones_enforced() {
+        for kind in MechanismKind::all() {
+            let delta = if kind.name().starts_with("output") {
+                0.0
+            } else {
+                1e-5
+            };
+            for o in kind.options() {
+                assert!(o.range.contains(o.default), "{} {}", kind.name(), o.name);
+                let build = |v: f64| {
+                    let options = Options::from([(o.name.to_owned(), v)]);
+                    kind.build_with(1.0, delta, 0.1, &options)
+                };
+                assert!(build(o.default).is_ok(), "{} {}", kind.name(), o.name);
+                let outside: Vec<f64> = match o.range {
+                    OptionType::Count => vec![0.0, 1.5, f64::NAN],
+                    OptionType::Real {
+                        low,
+                        low_closed,
+                        high,
+                        high_closed,
+                    } => {
+                        let mut v = vec![f64::NAN];
+                        v.push(if low_closed { low - 1e-9 } else { low });
+                        if high.is_finite() {
+                            v.push(if high_closed { high + 1e-9 } else { high });
+                        }
+                        v
+                    }
+                };
+                for v in outside {
+                    assert!(build(v).is_err(), "{} {} = {v}", kind.name(), o.name);
+                }
+            }
+        }
     }
 
     #[test]
     fn only_the_unsnapped_reproduction_is_withheld_from_nodes() {
-        for (name, kind) in MechanismKind::ALL {
+        for kind in MechanismKind::all() {
             assert_eq!(
                 kind.offered_by_nodes(),
-                name != "output-perturbation-cms2011",
-                "{name}"
+                kind.name() != "output-perturbation-cms2011",
+                "{kind}"
             );
         }
         let published = MechanismKind::OutputPerturbationCms2011

@@ -51,6 +51,7 @@
 use super::dp_sgd::public_rows;
 use super::gibbs_posterior::langevin::{Potential, run_chain};
 use super::lambda::{AutoRule, Lambda};
+use super::kind::{OptionSpec, OptionType, Registration};
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::Dataset;
 use crate::privacy::accounting::{self, EpsilonBound, RdpCurve};
@@ -75,6 +76,39 @@ pub const DEFAULT_TOLERANCE: f64 = 1e-6;
 
 /// Default `step_scale`: η = step_scale / β.
 pub const DEFAULT_STEP_SCALE: f64 = 1.0;
+
+/// The registry's entry ([`super::kind`]).
+pub const REGISTERED: &[Registration] = &[Registration {
+    name: NAME,
+    summary: "(ε, δ)-DP noisy full-batch gradient descent (the Langevin chain of Minami et al. \
+              eq. 14), proven at any step count by shifted Rényi divergences, with its RDP \
+              curve; replace-one; delta > 0",
+    options: &[
+        OptionSpec {
+            name: "step_scale",
+            default: DEFAULT_STEP_SCALE,
+            range: OptionType::open_closed(0.0, 1.0),
+            help: "step size η = step_scale / β with β = 1/4 + λ, in (0, 1]",
+        },
+        OptionSpec {
+            name: "tolerance",
+            default: DEFAULT_TOLERANCE,
+            range: OptionType::open(0.0, 1.0),
+            help: "steps K: the smallest with c^K ≤ tolerance (c = 1 − ηλ; capped at 10^6), in (0, 1); the guarantee holds for every K",
+        },
+    ],
+    proven: true,
+    node_replacement: None,
+    build: |r| {
+        Ok(Box::new(Langevin::new(
+            r.epsilon,
+            r.delta,
+            r.lambda,
+            r.real("step_scale"),
+            r.real("tolerance"),
+        )?))
+    },
+}];
 
 /// Smoothness of θ ↦ ℓ(θ; x, y) for the logistic loss with ‖x‖ ≤ 1 (σ(m)σ(−m) ≤ 1/4).
 pub const LOSS_SMOOTHNESS: f64 = LOGISTIC_UNIT_BALL.loss_hessian_bound;

@@ -10,9 +10,10 @@
 //! `Mechanism` is a template: `release` is provided once here (check the data against the
 //! mechanism's assumptions, call its [`Mechanism::sample`], attach the metadata), so a mechanism
 //! states only its name, reference, guarantee and algorithm. **A new mechanism** is one file here
-//! implementing the trait, with its noise tests beside it, plus a [`MechanismKind`] entry in
-//! [`kind`] (its user-facing name and options); the loss bounds it assumes come from
-//! [`crate::privacy::guarantee`].
+//! implementing the trait and declaring its registry entry (`REGISTERED`: name, summary, typed
+//! options, how it is built; [`kind::Registration`]), with its noise tests beside it, plus one
+//! line in the `mechanisms!` block below; the loss bounds it assumes come from
+//! [`crate::privacy::guarantee`]. `example.rs` (tests only) is such a mechanism.
 //!
 //! Mechanisms (one file each, tests beside them):
 //! - [`objective_perturbation`]: ε-DP, Chaudhuri, Monteleoni & Sarwate 2011 Theorem 9 with the
@@ -53,19 +54,37 @@
 //! quantities (n, d, ε) when the mechanism trains and recorded as `parameters["lambda"]`.
 
 pub mod delta_rule;
-pub mod dp_sgd;
-pub mod dp_sgd_bst;
-pub mod gibbs_posterior;
 pub mod kind;
 pub mod lambda;
-pub mod langevin;
-pub mod objective_perturbation;
-pub mod objective_perturbation_cms2011;
 pub mod objective_perturbation_gaussian;
-pub mod output_perturbation;
-pub mod output_perturbation_cms2011;
 pub mod output_stage;
 pub mod spec;
+
+/// Declares the mechanism files and the registry: each file's `REGISTERED` entries, in order.
+macro_rules! mechanisms {
+    ($( $(#[$meta:meta])* $vis:vis mod $file:ident; )*) => {
+        $( $(#[$meta])* $vis mod $file; )*
+
+        /// The registry: every mechanism users can name, one line per file in the
+        /// `mechanisms!` block below, listed in this order ([`MechanismKind::all`]).
+        const REGISTRY: &[&[kind::Registration]] = &[ $( $(#[$meta])* $file::REGISTERED, )* ];
+    };
+}
+
+// The registry. A new mechanism is one file (its `Mechanism` implementation and its
+// `REGISTERED` entry) and one line here.
+mechanisms! {
+    pub mod objective_perturbation;
+    pub mod objective_perturbation_cms2011;
+    pub mod output_perturbation;
+    pub mod output_perturbation_cms2011;
+    pub mod gibbs_posterior;
+    pub mod dp_sgd;
+    pub mod dp_sgd_bst;
+    pub mod langevin;
+    #[cfg(test)]
+    mod example;
+}
 
 use crate::data::dataset::Dataset;
 use crate::learn::classifier::LinearClassifier;

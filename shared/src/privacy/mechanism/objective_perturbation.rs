@@ -54,6 +54,7 @@
 
 use super::lambda::{AutoRule, Lambda};
 use super::output_stage::OutputStage;
+use super::kind::{OptionSpec, OptionType, Registration};
 use super::{Mechanism, MechanismError, Sample, delta_rule};
 use crate::data::dataset::Dataset;
 use crate::learn::logistic::Penalty;
@@ -70,6 +71,34 @@ pub const NAME: &str = "objective-perturbation";
 
 /// The share of ε spent on the output stage unless told otherwise.
 pub const DEFAULT_OUTPUT_FRACTION: f64 = 0.01;
+
+/// The registry's entry ([`super::kind`]): δ = 0 builds [`ObjectivePerturbation`], δ > 0
+/// [`super::GaussianObjectivePerturbation`] with the same Δ rule and output stage.
+pub const REGISTERED: &[Registration] = &[Registration {
+    name: NAME,
+    summary: "ε-DP when δ = 0 (CMS 2011 Theorem 9 with the Δ rule and an output stage for the \
+              inexact minimiser), else (ε, δ)-DP (KST 2012 with the Δ rule); replace-one",
+    options: &[OptionSpec {
+        name: "output_fraction",
+        default: DEFAULT_OUTPUT_FRACTION,
+        range: OptionType::open_closed(0.0, 0.5),
+        help: "share of ε spent on the snapped output noise that covers the solver's inexact minimiser, in (0, 0.5]",
+    }],
+    proven: true,
+    node_replacement: None,
+    build: |r| {
+        let fraction = r.real("output_fraction");
+        Ok(if r.delta == 0.0 {
+            Box::new(ObjectivePerturbation::with_output_fraction(
+                r.epsilon, r.lambda, fraction,
+            )?)
+        } else {
+            Box::new(super::GaussianObjectivePerturbation::with_output_fraction(
+                r.epsilon, r.delta, r.lambda, fraction,
+            )?)
+        })
+    },
+}];
 
 pub use super::output_stage::SAMPLER_ACCURACY;
 

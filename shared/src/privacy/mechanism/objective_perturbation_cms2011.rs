@@ -30,6 +30,7 @@
 //! λ may be `auto` ([`super::lambda`], 8√d/(n ε^{3/2})); the reproduction uses λ = 0.01.
 
 use super::lambda::{AutoRule, Lambda};
+use super::kind::Registration;
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::Dataset;
 use crate::learn::logistic::Penalty;
@@ -41,6 +42,26 @@ use std::collections::BTreeMap;
 
 /// Identifier used in release metadata and on the command line.
 pub const NAME: &str = "objective-perturbation-cms2011";
+
+/// The registry's entry ([`super::kind`]): δ = 0 builds [`ObjectivePerturbationCms2011`], δ > 0
+/// seed 001 Algorithm 1 as published ([`super::GaussianObjectivePerturbation::new`]).
+pub const REGISTERED: &[Registration] = &[Registration {
+    name: NAME,
+    summary: "the published algorithms, for reproductions: ε-DP when δ = 0 (CMS 2011 Alg. 2), \
+              (ε, δ)-DP otherwise (seed 001 Alg. 1, Δ = 2λ_max/ε); replace-one",
+    options: &[],
+    proven: true,
+    node_replacement: None,
+    build: |r| {
+        Ok(if r.delta == 0.0 {
+            Box::new(ObjectivePerturbationCms2011::new(r.epsilon, r.lambda)?)
+        } else {
+            Box::new(super::GaussianObjectivePerturbation::new(
+                r.epsilon, r.delta, r.lambda,
+            )?)
+        })
+    },
+}];
 
 /// The CMS 2011 Algorithm 2 mechanism with fixed ε and λ (a number or `auto`).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -59,6 +59,7 @@
 //!   rounded exact chain.
 
 use super::lambda::{AutoRule, Lambda};
+use super::kind::Registration;
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::Dataset;
 use crate::learn::logistic::Penalty;
@@ -71,6 +72,19 @@ use std::collections::BTreeMap;
 
 /// Identifier used in release metadata and on the command line.
 pub const NAME: &str = "output-perturbation";
+
+/// The registry's entry ([`super::kind`]); δ must be 0.
+pub const REGISTERED: &[Registration] = &[Registration {
+    name: NAME,
+    summary: "ε-DP, CMS 2011 Alg. 1, snapped (Mironov 2012); delta 0; replace-one",
+    options: &[],
+    proven: true,
+    node_replacement: None,
+    build: |r| {
+        r.require_pure()?;
+        Ok(Box::new(OutputPerturbation::new(r.epsilon, r.lambda)?))
+    },
+}];
 
 /// 2^{-40}: the relative margin on λ_L that covers the rounding of its calibration in f64 (a few
 /// operations, each within 2^{-53}).

@@ -34,6 +34,7 @@
 //! [`MechanismKind::offered_by_nodes`]: super::MechanismKind::offered_by_nodes
 
 use super::lambda::{AutoRule, Lambda};
+use super::kind::Registration;
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::Dataset;
 use crate::learn::logistic::Penalty;
@@ -45,6 +46,21 @@ use std::collections::BTreeMap;
 
 /// Identifier used in release metadata and on the command line.
 pub const NAME: &str = "output-perturbation-cms2011";
+
+/// The registry's entry ([`super::kind`]); δ must be 0; nodes release
+/// [`super::output_perturbation`] instead.
+pub const REGISTERED: &[Registration] = &[Registration {
+    name: NAME,
+    summary: "ε-DP for real arithmetic, CMS 2011 Alg. 1 as published (f64 Gamma-ball noise, \
+              exposed to Mironov 2012), for the lab's reproductions only; delta 0; replace-one",
+    options: &[],
+    proven: true,
+    node_replacement: Some(super::output_perturbation::NAME),
+    build: |r| {
+        r.require_pure()?;
+        Ok(Box::new(OutputPerturbationCms2011::new(r.epsilon, r.lambda)?))
+    },
+}];
 
 /// CMS 2011 Algorithm 1 with f64 noise, for reproductions, with fixed ε and λ (a number or `auto`).
 #[derive(Debug, Clone, Copy, PartialEq)]

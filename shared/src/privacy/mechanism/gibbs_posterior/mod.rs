@@ -95,6 +95,7 @@ mod tests;
 pub use beta::{gibbs_beta, gibbs_beta_bound, theorem7_beta_bound, theorem7_tail};
 pub use schedule::{LmcSchedule, Proposition13, proposition13};
 
+use super::kind::{OptionSpec, OptionType, Registration};
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::Dataset;
 use crate::privacy::guarantee::{LOGISTIC_UNIT_BALL, PrivacyGuarantee};
@@ -111,6 +112,69 @@ pub const NAME: &str = "gibbs-posterior";
 
 /// Identifier of the variant whose sampler is not covered by a proof.
 pub const NAME_UNPROVEN: &str = "gibbs-posterior-unproven";
+
+/// The registry's entries ([`super::kind`]): the proven sampler and the chosen-step-count one;
+/// `auto` λ is the paper map's λ.
+pub const REGISTERED: &[Registration] = &[
+    Registration {
+        name: NAME,
+        summary: "a Gibbs-posterior sample by Langevin Monte Carlo with the step count of \
+                  Minami et al. 2016 Prop. 13: (ε, δ + (1 + e^ε)γ)-DP, replace-one; delta > 0",
+        options: &[
+            OptionSpec {
+                name: "gamma",
+                default: 1e-3,
+                range: OptionType::open(0.0, 1.0),
+                help: "total-variation target γ of Proposition 13; the release is (ε, δ + (1 + e^ε)γ)-DP",
+            },
+            OptionSpec {
+                name: "max_steps",
+                default: 1e9,
+                range: OptionType::Count,
+                help: "refuse to release when Proposition 13 needs more Langevin steps than this",
+            },
+        ],
+        proven: true,
+        node_replacement: None,
+        build: |r| {
+            let sampler = GibbsSampler::Proven {
+                gamma: r.real("gamma"),
+                max_steps: r.count("max_steps")?,
+            };
+            let m = GibbsPosterior::new(r.epsilon, r.delta, r.fixed_lambda(), sampler)?;
+            Ok(Box::new(m))
+        },
+    },
+    Registration {
+        name: NAME_UNPROVEN,
+        summary: "the same chain with a chosen step count; the stated (ε, δ) is that of an exact \
+                  sample and NOT proven for the sampler (releases say proven = false)",
+        options: &[
+            OptionSpec {
+                name: "steps",
+                default: 1000.0,
+                range: OptionType::Count,
+                help: "Langevin steps (no theorem bounds the sampler's error)",
+            },
+            OptionSpec {
+                name: "step_scale",
+                default: 0.5,
+                range: OptionType::open_closed(0.0, 1.0),
+                help: "step size h = step_scale / M, in (0, 1]",
+            },
+        ],
+        proven: false,
+        node_replacement: None,
+        build: |r| {
+            let sampler = GibbsSampler::Unproven {
+                steps: r.count("steps")?,
+                step_scale: r.real("step_scale"),
+            };
+            let m = GibbsPosterior::new(r.epsilon, r.delta, r.fixed_lambda(), sampler)?;
+            Ok(Box::new(m))
+        },
+    },
+];
 
 /// L: Lipschitz constant of θ ↦ ℓ(θ, x) for logistic loss with ||x|| ≤ 1 ([`LOGISTIC_UNIT_BALL`]).
 pub const LIPSCHITZ: f64 = LOGISTIC_UNIT_BALL.loss_gradient_bound;

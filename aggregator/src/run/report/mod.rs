@@ -1,0 +1,394 @@
+//! The report of a run — the model ([`Report`] and its views, what `report.json` serialises)
+//! here; its renderers beside it: [`text`] (the terminal table), [`html`] (the self-contained
+//! `report.html` with an inline SVG chart: no scripts, fonts or files fetched). `report.json`
+//! is [`Report`] through serde ([`Report::write`]).
+//!
+//! Every string that came from a node (organisation id, reasons) is escaped in the HTML: a node
+//! must not be able to inject markup into the aggregator's report.
+
+use crate::run::fetch::{MAX_TEXT, NodeOutcome, clean};
+use crate::run::model::ModelFile;
+use crate::run::synthetic::SyntheticView;
+use crate::run::trust::SignatureView;
+use anyhow::{Context, Result};
+use dpagg_shared::Dataset;
+use dpagg_shared::aggregate::select::{Candidate, FinalModel, paired_gain};
+use dpagg_shared::data::schema::Schema;
+use dpagg_shared::privacy::release::PublishedLearner;
+use dpagg_shared::util::files::atomic_write;
+use dpagg_shared::util::stats::wilson_interval;
+use serde::Serialize;
+use std::path::Path;
+
+mod html;
+mod text;
+
+/// Longest release id shown (nodes make 32 hex characters).
+pub const MAX_RELEASE_ID: usize = 64;
+
+/// Longest mechanism name shown.
+pub const MAX_MECHANISM: usize = 80;
+
+/// Why a node was excluded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExclusionView {
+    /// Stable short code (`unreachable`, `timeout`, `non_finite`, `over_policy`, …).
+    pub code: String,
+    /// One-line explanation.
+    pub reason: String,
+}
+
+/// One node's line of the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeReport {
+    /// The endpoint as configured.
+    pub endpoint: String,
+    /// The organisation id it described itself with.
+    pub organisation_id: Option<String>,
+    /// `included` or `excluded`.
+    pub status: &'static str,
+    /// The release aggregated.
+    pub release_id: Option<String>,
+    /// Its mechanism.
+    pub mechanism: Option<String>,
+    /// Its ε.
+    pub epsilon: Option<f64>,
+    /// Its δ.
+    pub delta: Option<f64>,
+    /// Its neighbour relation.
+    pub neighbour_relation: Option<String>,
+    /// Accuracy of the learner alone on the aggregator's test split.
+    pub accuracy: Option<f64>,
+    /// Its mirror-averaging mixing weight λ_m (eq. 16).
+    pub mixing_weight: Option<f64>,
+    /// Its mixing weight when the aggregator's own learner is one more expert.
+    pub mixing_weight_with_own: Option<f64>,
+    /// Why it was excluded.
+    pub exclusion: Option<ExclusionView>,
+    /// Milliseconds spent on this node.
+    pub elapsed_ms: u128,
+    /// The organisation named by the node's TLS certificate (absent in plain text).
+    pub certificate_identity: Option<String>,
+    /// The organisation's signature over the release (absent for an unsigned release).
+    pub signature: Option<SignatureView>,
+    /// The release exactly as the node served it: the protobuf encoding of its
+    /// `PrivateLearner`, in hex. `dpagg-aggregator verify` checks the signature over it.
+    pub release_protobuf: Option<String>,
+}
+
+impl NodeReport {
+    /// The line for one outcome; an accepted release is described by
+    /// [`NodeReport::describe_release`] and its mixing weights are filled in by the caller.
+    pub fn from_outcome(o: &NodeOutcome) -> Self {
+        let mut r = NodeReport {
+            endpoint: o.endpoint.clone(),
+            organisation_id: o.organisation_id.clone(),
+            status: "excluded",
+            release_id: None,
+            mechanism: None,
+            epsilon: None,
+            delta: None,
+            neighbour_relation: None,
+            accuracy: None,
+            mixing_weight: None,
+            mixing_weight_with_own: None,
+            exclusion: None,
+            elapsed_ms: o.elapsed.as_millis(),
+            certificate_identity: None,
+            signature: None,
+            release_protobuf: None,
+        };
+        match &o.result {
+            Ok(_) => r.status = "included",
+            Err(e) => {
+                r.exclusion = Some(ExclusionView {
+                    code: e.code().to_owned(),
+                    reason: clean(&e.to_string(), MAX_TEXT),
+                });
+            }
+        }
+        r
+    }
+
+    /// Fills in the release aggregated and its accuracy alone on `test`.
+    pub fn describe_release(&mut self, learner: &PublishedLearner, test: &Dataset) {
+        let m = learner.metadata();
+        self.release_id = Some(clean(&learner.release_id, MAX_RELEASE_ID));
+        self.mechanism = Some(clean(&m.mechanism, MAX_MECHANISM));
+        self.epsilon = Some(m.guarantee.epsilon);
+        self.delta = Some(m.guarantee.delta);
+        self.neighbour_relation = Some(m.guarantee.relation.to_string());
+        self.accuracy = Some(learner.classifier().accuracy(test));
+    }
+}
+
+/// Everything a run found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// When the report was made (RFC 3339).
+    pub generated_at: String,
+    /// The release asked for.
+    pub request: String,
+    /// Fingerprint of the aggregator's public schema.
+    pub schema_fingerprint: String,
+    /// Mirror-averaging temperature.
+    pub beta: f64,
+    /// λ of the local baseline's L2 regulariser (chosen by cross-validation on own rows).
+    pub l2: f64,
+    /// Seed of the aggregator's own randomness.
+    pub seed: u64,
+    /// Own rows used to weight the learners (and fit the baseline).
+    pub train_rows: usize,
+    /// Own rows used for accuracies.
+    pub test_rows: usize,
+    /// Nodes whose learner was aggregated.
+    pub included: usize,
+    /// Nodes excluded.
+    pub excluded: usize,
+    /// The aggregator's non-private learner on its own training rows, λ tuned by
+    /// cross-validation on those rows: what it has without joining.
+    pub local_baseline_accuracy: f64,
+    /// Mirror averaging of the included learners (eq. 17).
+    pub mirror_averaged_accuracy: f64,
+    /// Mirror averaging with the aggregator's own learner as one more expert.
+    pub with_own_learner_accuracy: f64,
+    /// The own learner's mixing weight in that aggregate.
+    pub own_learner_mixing_weight: f64,
+    /// Stacking on the own features and the learners' margins.
+    pub stacking_accuracy: f64,
+    /// The final model: the candidate chosen by cross-validation on own training rows.
+    pub final_model: FinalView,
+    /// Uniform average of the included learners.
+    pub uniform_average_accuracy: f64,
+    /// The included learner with the smallest loss on the own training rows.
+    pub best_single_accuracy: f64,
+    /// The accuracies above with their 95 % Wilson intervals on `test_rows` rows.
+    pub summary: Vec<SummaryLine>,
+    /// What limits how far the accuracies can be trusted (a tiny or one-class split).
+    pub warnings: Vec<String>,
+    /// One line per node, in the configured order.
+    pub nodes: Vec<NodeReport>,
+    /// `--train-on synthetic`: the pooled synthetic rows and the model trained on them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synthetic: Option<SyntheticView>,
+    /// The aggregator's organisation (from its certificate), when it signs the report.
+    pub signed_by: Option<String>,
+    /// The aggregator's signature over this report (`dpagg-aggregator verify`; see
+    /// `crate::run::trust`). Absent from plain-text runs.
+    pub signature: Option<SignatureView>,
+    /// The schema the own rows were mapped by (written into `model.json`, not the report).
+    #[serde(skip)]
+    pub schema: Option<Schema>,
+}
+
+/// What the final model says in words about its privacy.
+pub const FINAL_PRIVACY: &str = "The final model is differentially private with respect to each other organisation's records (it post-processes their releases; seed 001 Proposition 4.1), but not with respect to the aggregator's own records, which it uses without noise: do not publish it as a private release.";
+
+/// One candidate of the final model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CandidateView {
+    /// Its name (`local`, `mirror-averaging`, `mirror-averaging+own`, `stacking`,
+    /// `stacking-margins`; see [`Candidate::definition`]).
+    pub name: &'static str,
+    /// Mean held-out accuracy in cross-validation on own training rows.
+    pub cv_accuracy: f64,
+    /// Its cross-validated gain over local (accuracy as a fraction).
+    pub cv_gain: f64,
+    /// Standard error of `cv_gain`.
+    pub cv_gain_se: f64,
+    /// Accuracy on the own test rows.
+    pub test_accuracy: f64,
+}
+
+/// The final model, how it was chosen, and what it gains over the tuned local model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FinalView {
+    /// The candidate chosen.
+    pub chosen: &'static str,
+    /// Its accuracy on the own test rows.
+    pub test_accuracy: f64,
+    /// Test accuracy minus the tuned local model's (paired, same rows).
+    pub gain_over_local: f64,
+    /// 95 % interval of that gain (normal, paired per-row differences).
+    pub gain_ci95: [f64; 2],
+    /// λ of the local model (cross-validated).
+    pub local_lambda: f64,
+    /// λ of the stacker (cross-validated).
+    pub stacking_lambda: f64,
+    /// Every candidate.
+    pub candidates: Vec<CandidateView>,
+    /// The chosen model's weights (one per schema column, intercept last).
+    pub weights: Vec<f64>,
+    /// Its privacy, in words.
+    pub privacy: &'static str,
+}
+
+impl FinalView {
+    /// The view of `fin`, scored on `test`.
+    pub fn new(fin: &FinalModel, test: &Dataset) -> Self {
+        let local = fin.model(Candidate::Local);
+        let (gain, lo, hi) = paired_gain(fin.classifier(), local, test);
+        Self {
+            chosen: fin.chosen.name(),
+            test_accuracy: fin.classifier().accuracy(test),
+            gain_over_local: gain,
+            gain_ci95: [lo, hi],
+            local_lambda: fin.local_lambda,
+            stacking_lambda: fin.stacking_lambda,
+            candidates: fin
+                .cv
+                .iter()
+                .map(|e| CandidateView {
+                    name: e.candidate.name(),
+                    cv_accuracy: e.accuracy,
+                    cv_gain: e.gain,
+                    cv_gain_se: e.gain_se,
+                    test_accuracy: fin.model(e.candidate).accuracy(test),
+                })
+                .collect(),
+            weights: fin.classifier().coefficients().to_vec(),
+            privacy: FINAL_PRIVACY,
+        }
+    }
+
+    /// The headline: the final model against the tuned local one.
+    pub fn headline(&self) -> String {
+        let points = |x: f64| format!("{:+.1}", 100.0 * x);
+        if self.chosen == Candidate::Local.name() {
+            format!(
+                "final model: the local model, {:.3} — the others' learners did not beat it in cross-validation on own data, so joining changes nothing here",
+                self.test_accuracy
+            )
+        } else {
+            format!(
+                "final model ({}): {:.3} vs tuned local {:.3}: {} points (95 % interval {} to {})",
+                self.chosen,
+                self.test_accuracy,
+                self.test_accuracy - self.gain_over_local,
+                points(self.gain_over_local),
+                points(self.gain_ci95[0]),
+                points(self.gain_ci95[1])
+            )
+        }
+    }
+}
+
+/// One accuracy of the summary with its uncertainty.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SummaryLine {
+    /// What was measured.
+    pub name: &'static str,
+    /// Accuracy on the own test rows.
+    pub accuracy: f64,
+    /// 95 % Wilson interval of that accuracy (test rows as trials).
+    pub ci95: [f64; 2],
+}
+
+/// Below this many test rows the report warns that accuracies are coarse.
+pub const FEW_TEST_ROWS: usize = 100;
+
+/// Warnings about the own split: one class only, or too few rows to compare accuracies.
+pub fn split_warnings(train: &Dataset, test: &Dataset) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, d) in [("test", test), ("training", train)] {
+        let positive = d.labels().iter().filter(|&&y| y > 0.0).count();
+        if positive == 0 || positive == d.len() {
+            out.push(format!(
+                "the own {name} split has one class only ({} rows, all {}): {}",
+                d.len(),
+                if positive == 0 { "negative" } else { "positive" },
+                if name == "test" {
+                    "its accuracies say nothing about the other class; use a test set with both classes"
+                } else {
+                    "the mixing weights and the local baseline cannot tell the classes apart"
+                }
+            ));
+        }
+    }
+    if test.len() < FEW_TEST_ROWS {
+        let (lo, hi) = wilson_interval(0.5, test.len());
+        out.push(format!(
+            "accuracies are measured on {} test rows only: each is uncertain by up to ±{:.0} points (95 % interval); differences smaller than that are not evidence",
+            test.len(),
+            100.0 * (hi - lo) / 2.0
+        ));
+    }
+    out
+}
+
+impl Report {
+    /// Fills [`Report::summary`] from the accuracies and the test rows.
+    pub fn with_summary(mut self) -> Self {
+        self.summary = Self::summary_lines(self.accuracies(), self.test_rows);
+        self
+    }
+
+    /// The summary lines of `accuracies` with their intervals on `test_rows` rows.
+    pub fn summary_lines(
+        accuracies: Vec<(&'static str, f64)>,
+        test_rows: usize,
+    ) -> Vec<SummaryLine> {
+        accuracies
+            .into_iter()
+            .map(|(name, accuracy)| {
+                let (lo, hi) = wilson_interval(accuracy, test_rows);
+                SummaryLine {
+                    name,
+                    accuracy,
+                    ci95: [lo, hi],
+                }
+            })
+            .collect()
+    }
+
+    /// The accuracies of the summary, in report order (the tuned local model first).
+    pub fn accuracies(&self) -> Vec<(&'static str, f64)> {
+        let mut lines = vec![
+            (
+                "local baseline (tuned, own data only)",
+                self.local_baseline_accuracy,
+            ),
+            (
+                "final model (chosen on own data)",
+                self.final_model.test_accuracy,
+            ),
+            ("mirror averaging", self.mirror_averaged_accuracy),
+            (
+                "mirror averaging + own learner",
+                self.with_own_learner_accuracy,
+            ),
+            ("stacking", self.stacking_accuracy),
+            ("uniform average", self.uniform_average_accuracy),
+            ("best single learner", self.best_single_accuracy),
+        ];
+        if let Some(s) = &self.synthetic {
+            lines.push(("synthetic rows + own rows (pooled)", s.accuracy));
+        }
+        lines
+    }
+
+    /// Writes `report.json`, `model.json` and `report.html` into `dir` (created if needed), each atomically.
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create the output folder", dir.display()))?;
+        let json = serde_json::to_vec_pretty(self).context("cannot encode the report")?;
+        let schema = self
+            .schema
+            .as_ref()
+            .context("the report has no schema to write model.json with")?;
+        let model = ModelFile::of(self, schema).to_json()?;
+        for (name, bytes) in [
+            ("report.json", json),
+            ("model.json", model),
+            ("report.html", self.html().into_bytes()),
+        ] {
+            let path = dir.join(name);
+            atomic_write(&path, &bytes)
+                .with_context(|| format!("{}: cannot write", path.display()))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

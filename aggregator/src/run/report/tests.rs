@@ -1,0 +1,119 @@
+//! Tests of the report: escaping of node strings, warnings about small splits.
+use super::*;
+
+#[test]
+fn node_strings_are_escaped_in_html() {
+    let report = Report {
+        generated_at: "now".into(),
+        request: "latest".into(),
+        schema_fingerprint: "fp".into(),
+        beta: 3.0,
+        l2: 0.01,
+        seed: 1,
+        train_rows: 10,
+        test_rows: 5,
+        included: 1,
+        excluded: 0,
+        local_baseline_accuracy: 0.5,
+        mirror_averaged_accuracy: 0.6,
+        with_own_learner_accuracy: 0.6,
+        own_learner_mixing_weight: 0.1,
+        uniform_average_accuracy: 0.5,
+        best_single_accuracy: 0.6,
+        stacking_accuracy: 0.65,
+        final_model: FinalView {
+            chosen: "stacking",
+            test_accuracy: 0.65,
+            gain_over_local: 0.15,
+            gain_ci95: [0.05, 0.25],
+            local_lambda: 0.01,
+            stacking_lambda: 0.1,
+            candidates: Vec::new(),
+            weights: vec![1.0],
+            privacy: FINAL_PRIVACY,
+        },
+        summary: Vec::new(),
+        warnings: vec!["a <b>warning</b>".into()],
+        nodes: vec![NodeReport {
+            endpoint: "http://x:1".into(),
+            organisation_id: Some("<script>alert(1)</script>".into()),
+            status: "included",
+            release_id: Some("r".into()),
+            mechanism: Some("m".into()),
+            epsilon: Some(1.0),
+            delta: Some(0.0),
+            neighbour_relation: Some("replace-one".into()),
+            accuracy: Some(0.7),
+            mixing_weight: Some(1.0),
+            mixing_weight_with_own: Some(0.9),
+            exclusion: None,
+            elapsed_ms: 1,
+            certificate_identity: None,
+            signature: None,
+            release_protobuf: None,
+        }],
+        synthetic: None,
+        signed_by: None,
+        signature: None,
+        schema: None,
+    }
+    .with_summary();
+    let html = report.html();
+    assert!(!html.contains("<script>") && !html.contains("<b>warning"));
+    assert!(html.contains("Best single learner") && html.contains("class=\"legend\""));
+    assert_eq!(report.summary.len(), 7);
+    assert!(
+        report
+            .table()
+            .starts_with("final model (stacking): 0.650 vs tuned local 0.500: +15.0 points"),
+        "{}",
+        report.table()
+    );
+    assert!(html.contains("not with respect to the aggregator&#39;s own records"));
+    let schema = Schema::from_toml_str(
+        "name = \"t\"\nintercept = false\n[label]\ncolumn = \"y\"\npositive = \"1\"\nnegative = \"0\"\n[[features]]\nname = \"a\"\nlo = 0\nhi = 1\n",
+        "t.toml",
+    )
+    .expect("schema");
+    let model = ModelFile::of(&report, &schema);
+    assert_eq!(
+        (model.weights[0], model.candidate.as_str()),
+        (1.0, "stacking")
+    );
+    assert_eq!(model.columns, ["a"]);
+    assert!(report.table().contains("95 % interval"));
+    assert!(report.table().contains("warning: a <b>warning</b>"));
+    assert!(html.contains("&lt;script&gt;"));
+    assert!(html.contains("<svg") && html.contains("accuracy</text>"));
+    assert!(report.table().contains("mirror averaging"));
+    // Every candidate the selection can choose is defined where the report names it, and the
+    // mixing-weight column is not labelled λ (the regulariser's name).
+    assert!(
+        Candidate::all().all(|c| html.contains(&format!("<li><b>{}</b>: ", c.name()))),
+        "{html}"
+    );
+    let header = report.table().lines().nth(2).unwrap_or_default().to_owned();
+    assert!(
+        header.contains("accuracy mixing weight  excluded because") && !header.contains('λ'),
+        "{header}"
+    );
+}
+
+#[test]
+fn one_class_and_small_splits_are_warned_about() {
+    let data = |labels: &[f64]| Dataset::new(vec![0.5; labels.len()], labels.to_vec(), 1);
+    let mixed: Vec<f64> = (0..200)
+        .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+        .collect();
+    assert!(split_warnings(&data(&mixed), &data(&mixed)).is_empty());
+    let w = split_warnings(&data(&mixed), &data(&[-1.0; 120]));
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("test split has one class only (120 rows, all negative)"));
+    let w = split_warnings(&data(&[1.0; 30]), &data(&mixed[..63]));
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(w[0].contains("training split has one class only"));
+    assert!(
+        w[1].contains("63 test rows only") && w[1].contains("±12 points"),
+        "{w:?}"
+    );
+}

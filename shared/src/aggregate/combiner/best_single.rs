@@ -1,0 +1,42 @@
+//! The best single learner: the other organisation's learner with the smallest empirical
+//! logistic risk on the own rows it is fitted on (chosen without the test rows). A comparator,
+//! reported but never chosen.
+
+use super::{Combined, Combiner, Inputs};
+use crate::aggregate::best_single;
+use crate::aggregate::select::SelectError;
+use rand::rngs::ChaCha20Rng;
+
+/// The registry's entry.
+pub const REGISTERED: &dyn Combiner = &BestSingle;
+
+/// argmin_m Σ_i ℓ(⟨θ_m, x_i⟩, y_i) (first on ties); without experts, the local model.
+#[derive(Debug, Clone, Copy)]
+pub struct BestSingle;
+
+impl Combiner for BestSingle {
+    fn name(&self) -> &'static str {
+        "best-single"
+    }
+
+    fn definition(&self) -> &'static str {
+        "the one organisation's learner with the smallest logistic loss on the own training rows"
+    }
+
+    fn selectable(&self) -> bool {
+        false
+    }
+
+    fn fit(
+        &self,
+        inputs: &Inputs<'_>,
+        _tuned: Option<f64>,
+        _rng: &mut ChaCha20Rng,
+    ) -> Result<Combined, SelectError> {
+        if let Some(own) = inputs.own_without_experts() {
+            return Ok(own);
+        }
+        let best = best_single(inputs.experts, inputs.data)?;
+        Ok(inputs.experts[best].clone().into())
+    }
+}

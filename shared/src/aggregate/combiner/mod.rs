@@ -1,0 +1,213 @@
+//! Combiners: the ways the aggregator turns the other organisations' learners and its own
+//! rows into one linear classifier — each a [`Combiner`] in its own file, listed once in the
+//! `combiners!` block below (the registry).
+//!
+//! A combiner is fitted on the aggregator's own rows and the others' learners (an [`Inputs`]),
+//! after an optional one-off tuning on all training rows ([`Combiner::tune`], e.g. a stacker's
+//! λ by cross-validation; held fixed inside the selection's folds), and predicts with the one
+//! weight vector it returns. The selection ([`super::select`]) builds every *selectable*
+//! combiner in every fold and chooses among them; the others (the comparators: the uniform
+//! average and the best single learner) are fitted and reported only.
+//!
+//! **A new combiner** is one file here implementing [`Combiner`] (name, definition, `fit`, and
+//! `tune` if it has a hyper-parameter) and one line in `combiners!`.
+//!
+//! Privacy: every combiner is a function of released learners and the aggregator's own rows,
+//! so it keeps every other organisation's guarantee (seed 001 Proposition 4.1); none is DP
+//! with respect to the aggregator's own rows.
+
+use super::Aggregate;
+use super::select::SelectError;
+use crate::data::dataset::Dataset;
+use crate::learn::classifier::LinearClassifier;
+use rand::rngs::ChaCha20Rng;
+use serde::{Serialize, Serializer};
+use std::fmt;
+
+/// Declares the combiner files and the registry: each file's `REGISTERED` combiner, in order.
+macro_rules! combiners {
+    ($( $(#[$meta:meta])* $vis:vis mod $file:ident; )*) => {
+        $( $(#[$meta])* $vis mod $file; )*
+
+        /// The registry: every combiner, in the order of selections and reports.
+        const REGISTRY: &[&dyn Combiner] = &[ $( $(#[$meta])* $file::REGISTERED, )* ];
+    };
+}
+
+// The registry. The local model comes first: it is the baseline every other candidate is
+// paired with. A new combiner is one file and one line here.
+combiners! {
+    pub mod local;
+    pub mod mirror_averaging;
+    pub mod mirror_with_own;
+    pub mod stacking;
+    pub mod stacking_margins;
+    pub mod uniform_average;
+    pub mod best_single;
+    #[cfg(test)]
+    mod example;
+}
+
+/// What a combiner is fitted on.
+#[derive(Debug, Clone, Copy)]
+pub struct Inputs<'a> {
+    /// The other organisations' learners.
+    pub experts: &'a [LinearClassifier],
+    /// The aggregator's own rows it is fitted on.
+    pub data: &'a Dataset,
+    /// The aggregator's own model fitted on `data` (the local candidate).
+    pub own: &'a LinearClassifier,
+    /// Mirror-averaging temperature β.
+    pub beta: f64,
+}
+
+/// What a combiner's one-off tuning sees: all training rows and the tuning folds.
+#[derive(Debug, Clone, Copy)]
+pub struct Tuning<'a> {
+    /// The other organisations' learners.
+    pub experts: &'a [LinearClassifier],
+    /// All own training rows.
+    pub data: &'a Dataset,
+    /// The held-out rows of each tuning fold.
+    pub folds: &'a [Vec<usize>],
+    /// The local model's cross-validated λ.
+    pub local_lambda: f64,
+}
+
+/// A fitted combiner.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Combined {
+    /// The one weight vector it predicts with.
+    pub classifier: LinearClassifier,
+    /// The experts' mixing weights λ_m, for the combiners that weight experts (else empty).
+    pub mixing_weights: Vec<f64>,
+}
+
+impl From<Aggregate> for Combined {
+    fn from(a: Aggregate) -> Self {
+        Self {
+            classifier: a.classifier,
+            mixing_weights: a.mixing_weights,
+        }
+    }
+}
+
+impl Inputs<'_> {
+    /// The local model when there are no experts to combine (what every combiner of experts
+    /// falls back to), else `None`.
+    pub fn own_without_experts(&self) -> Option<Combined> {
+        self.experts.is_empty().then(|| self.own.clone().into())
+    }
+}
+
+impl From<LinearClassifier> for Combined {
+    fn from(classifier: LinearClassifier) -> Self {
+        Self {
+            classifier,
+            mixing_weights: Vec::new(),
+        }
+    }
+}
+
+/// A way to combine the others' learners and the own rows into one linear classifier.
+pub trait Combiner: Sync {
+    /// The name used in reports and `model.json`.
+    fn name(&self) -> &'static str;
+    /// What it is, one sentence without the final full stop (the report lists it).
+    fn definition(&self) -> &'static str;
+    /// Whether the selection may choose it as the final model (the comparators may not).
+    fn selectable(&self) -> bool {
+        true
+    }
+    /// A hyper-parameter chosen once on all training rows, before the selection's folds
+    /// (`None`: nothing to tune).
+    fn tune(&self, tuning: &Tuning<'_>) -> Result<Option<f64>, SelectError> {
+        let _ = tuning;
+        Ok(None)
+    }
+    /// Fits on `inputs` with the tuned value; `rng` is the fold's own randomness (visiting
+    /// orders), shared by the combiners in registry order.
+    fn fit(
+        &self,
+        inputs: &Inputs<'_>,
+        tuned: Option<f64>,
+        rng: &mut ChaCha20Rng,
+    ) -> Result<Combined, SelectError>;
+}
+
+/// A registered combiner. Equal when the names are; serialised as its name.
+///
+/// The associated constants name the combiners the aggregator's code refers to; they keep the
+/// names the former enum's variants had.
+#[derive(Clone, Copy)]
+pub struct Candidate(&'static dyn Combiner);
+
+#[allow(non_upper_case_globals)]
+impl Candidate {
+    /// [`local`]: the aggregator's own tuned logistic regression.
+    pub const Local: Self = Self(local::REGISTERED);
+    /// [`mirror_averaging`]: eq. 17 over the others' learners.
+    pub const MirrorAveraging: Self = Self(mirror_averaging::REGISTERED);
+    /// [`mirror_with_own`]: eq. 17 with the local model as one more expert.
+    pub const MirrorWithOwn: Self = Self(mirror_with_own::REGISTERED);
+    /// [`stacking`]: on the own features and the experts' normalised margins.
+    pub const Stacking: Self = Self(stacking::REGISTERED);
+    /// [`stacking_margins`]: on the experts' normalised margins only.
+    pub const StackingMargins: Self = Self(stacking_margins::REGISTERED);
+    /// [`uniform_average`]: (1/M) Σ θ_m (a comparator).
+    pub const UniformAverage: Self = Self(uniform_average::REGISTERED);
+    /// [`best_single`]: the learner with the smallest risk on the own rows (a comparator).
+    pub const BestSingle: Self = Self(best_single::REGISTERED);
+}
+
+impl Candidate {
+    /// Every registered combiner, in registry order (the local model first).
+    pub fn registered() -> impl Iterator<Item = Candidate> {
+        REGISTRY.iter().map(|c| Candidate(*c))
+    }
+
+    /// The combiners the selection chooses among, local first.
+    pub fn all() -> impl Iterator<Item = Candidate> {
+        Self::registered().filter(|c| c.0.selectable())
+    }
+
+    /// The comparators: fitted and reported, never chosen.
+    pub fn comparators() -> impl Iterator<Item = Candidate> {
+        Self::registered().filter(|c| !c.0.selectable())
+    }
+
+    /// The name used in reports and `model.json`.
+    pub fn name(self) -> &'static str {
+        self.0.name()
+    }
+
+    /// What it is (one sentence, no final full stop).
+    pub fn definition(self) -> &'static str {
+        self.0.definition()
+    }
+
+    /// The combiner.
+    pub fn combiner(self) -> &'static dyn Combiner {
+        self.0
+    }
+}
+
+impl PartialEq for Candidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for Candidate {}
+
+impl fmt::Debug for Candidate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for Candidate {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}

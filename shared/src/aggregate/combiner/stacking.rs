@@ -1,0 +1,117 @@
+//! Stacking: a combiner in prediction space. Averaging parameter vectors lets a noisy expert
+//! with a large norm dominate Σλθ; stacking instead fits an L2 logistic regression on
+//! z = [x, ⟨u₁, x⟩, …, ⟨u_M, x⟩] with u_m = θ_m/‖θ_m‖₂ (the norm is public, part of the
+//! release; ‖z‖₂² ≤ M + 1 for ‖x‖₂ ≤ 1). Its score w_xᵀx + Σ w_m⟨u_m, x⟩ is linear in x, so the
+//! result is again one weight vector θ = w_x + Σ_m w_m u_m, usable without the experts. Its λ
+//! is chosen once by cross-validation on the stacked training rows. The helpers here are
+//! shared with [`super::stacking_margins`].
+
+use super::{Combined, Combiner, Inputs, Tuning};
+use crate::aggregate::select::{SelectError, cv_lambda, fit_on_path};
+use crate::data::dataset::{Dataset, dot};
+use crate::learn::classifier::LinearClassifier;
+use crate::learn::solver::SolverError;
+use rand::rngs::ChaCha20Rng;
+
+/// The registry's entry.
+pub const REGISTERED: &dyn Combiner = &Stacking;
+
+/// Stacking on the own features and the experts' normalised margins.
+#[derive(Debug, Clone, Copy)]
+pub struct Stacking;
+
+impl Combiner for Stacking {
+    fn name(&self) -> &'static str {
+        "stacking"
+    }
+
+    fn definition(&self) -> &'static str {
+        "a regularised logistic regression on the own features and the learners' normalised margins ⟨θ_m/‖θ_m‖, x⟩ (a noisy learner with a large norm cannot dominate)"
+    }
+
+    fn tune(&self, tuning: &Tuning<'_>) -> Result<Option<f64>, SelectError> {
+        stacker_lambda(tuning, true)
+    }
+
+    fn fit(
+        &self,
+        inputs: &Inputs<'_>,
+        tuned: Option<f64>,
+        _rng: &mut ChaCha20Rng,
+    ) -> Result<Combined, SelectError> {
+        fit_stacker(inputs, tuned, true)
+    }
+}
+
+/// The stacker's λ by cross-validation on the stacked rows (the local λ without experts).
+pub(super) fn stacker_lambda(
+    tuning: &Tuning<'_>,
+    own_features: bool,
+) -> Result<Option<f64>, SelectError> {
+    if tuning.experts.is_empty() {
+        return Ok(Some(tuning.local_lambda));
+    }
+    let u = directions(tuning.experts);
+    let stacked_rows = stacked(tuning.data, &u, own_features);
+    Ok(Some(cv_lambda(&stacked_rows, tuning.folds)?))
+}
+
+/// The stacker fitted on the inputs' rows at the tuned λ.
+pub(super) fn fit_stacker(
+    inputs: &Inputs<'_>,
+    tuned: Option<f64>,
+    own_features: bool,
+) -> Result<Combined, SelectError> {
+    let lambda = tuned.expect("a stacker is tuned before it is fitted");
+    let u = directions(inputs.experts);
+    Ok(fit_stacking(inputs.data, &u, lambda, own_features)?.into())
+}
+
+/// The experts' directions u_m = θ_m/‖θ_m‖₂ (zero for a zero expert).
+pub(crate) fn directions(experts: &[LinearClassifier]) -> Vec<Vec<f64>> {
+    experts
+        .iter()
+        .map(|e| {
+            let norm = dot(e.coefficients(), e.coefficients()).sqrt();
+            let scale = if norm > 0.0 { 1.0 / norm } else { 0.0 };
+            e.coefficients().iter().map(|v| v * scale).collect()
+        })
+        .collect()
+}
+
+/// The stacking features of every row: [x, ⟨u₁, x⟩, …] with the own features, [⟨u₁, x⟩, …]
+/// without.
+pub(crate) fn stacked(data: &Dataset, directions: &[Vec<f64>], own_features: bool) -> Dataset {
+    let d = if own_features { data.dim() } else { 0 };
+    let width = d + directions.len();
+    let mut x = Vec::with_capacity(data.len() * width);
+    for i in 0..data.len() {
+        let row = data.row(i);
+        x.extend_from_slice(&row[..d]);
+        x.extend(directions.iter().map(|u| dot(u, row)));
+    }
+    Dataset::new(x, data.labels().to_vec(), width)
+}
+
+/// The stacker fitted on `data` as one weight vector in x-space: w_x + Σ w_m u_m (w_x = 0
+/// without the own features).
+pub(crate) fn fit_stacking(
+    data: &Dataset,
+    directions: &[Vec<f64>],
+    lambda: f64,
+    own_features: bool,
+) -> Result<LinearClassifier, SolverError> {
+    let w = fit_on_path(&stacked(data, directions, own_features), lambda)?.classifier();
+    let d = if own_features { data.dim() } else { 0 };
+    let mut theta = if own_features {
+        w.coefficients()[..d].to_vec()
+    } else {
+        vec![0.0; data.dim()]
+    };
+    for (u, wm) in directions.iter().zip(&w.coefficients()[d..]) {
+        for (t, v) in theta.iter_mut().zip(u) {
+            *t += wm * v;
+        }
+    }
+    Ok(LinearClassifier::new(theta))
+}

@@ -1,0 +1,39 @@
+//! The uniform average (1/M) Σ θ_m of the other organisations' learners: a comparator, reported
+//! but never chosen.
+
+use super::{Combined, Combiner, Inputs};
+use crate::aggregate::select::SelectError;
+use crate::aggregate::uniform_average;
+use rand::rngs::ChaCha20Rng;
+
+/// The registry's entry.
+pub const REGISTERED: &dyn Combiner = &UniformAverage;
+
+/// (1/M) Σ θ_m; without experts, the local model.
+#[derive(Debug, Clone, Copy)]
+pub struct UniformAverage;
+
+impl Combiner for UniformAverage {
+    fn name(&self) -> &'static str {
+        "uniform-average"
+    }
+
+    fn definition(&self) -> &'static str {
+        "the learners' parameters averaged with equal weights"
+    }
+
+    fn selectable(&self) -> bool {
+        false
+    }
+
+    fn fit(
+        &self,
+        inputs: &Inputs<'_>,
+        _tuned: Option<f64>,
+        _rng: &mut ChaCha20Rng,
+    ) -> Result<Combined, SelectError> {
+        Ok(inputs
+            .own_without_experts()
+            .unwrap_or_else(|| uniform_average(inputs.experts).into()))
+    }
+}
