@@ -25,9 +25,9 @@ use dpagg_node::config::{DEFAULT_LISTEN, NodeConfig, Settings};
 use dpagg_node::lock::ServeLock;
 use dpagg_node::node::Node;
 use dpagg_node::split::split_csv;
-use dpagg_node::tls::IdentityDir;
 use dpagg_node::transport::Security;
 use dpagg_shared::cli::{self, Out, exit::is_stdout_closed};
+use dpagg_shared::identity::IdentityDir;
 use dpagg_shared::privacy::data_release::{DataKind, DataSpec};
 use dpagg_shared::privacy::guarantee::PrivacyGuarantee;
 use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};
@@ -202,7 +202,7 @@ fn parse_time(s: &str) -> Result<time::OffsetDateTime, String> {
 }
 
 fn certs(command: Certs, out: &mut Out) -> Result<()> {
-    use dpagg_node::certs::{Validity, init, issue};
+    use dpagg_shared::identity::certs::{Validity, init, issue};
     let dirs = match command {
         Certs::Init {
             out: folder,
@@ -458,8 +458,8 @@ fn health(addr: String, timeout: u64, identity: Option<PathBuf>, out: &mut Out) 
                     .await
                 {
                     Ok((channel, _)) => channel,
-                    Err(dpagg_node::tls::ConnectError::Transport(e)) => {
-                        match dpagg_node::tls::handshake_problem(&e) {
+                    Err(dpagg_shared::identity::ConnectError::Transport(e)) => {
+                        match dpagg_shared::identity::handshake_problem(&e) {
                             Some(problem) => bail!("{url}: {problem}"),
                             None => {
                                 return Err(anyhow::Error::new(e)
