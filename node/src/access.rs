@@ -13,7 +13,7 @@
 //! caller's identity, the release ids and the spec asked for — never data (the node's operator
 //! reads it; nothing of it is sent to clients).
 
-use crate::tls::organisation_of;
+use dpagg_shared::identity::organisation_of;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -58,7 +58,7 @@ pub enum Caller {
 impl std::fmt::Display for Caller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Organisation(id) => write!(f, "{}", crate::tls::identity_uri(id)),
+            Self::Organisation(id) => write!(f, "{}", dpagg_shared::identity::identity_uri(id)),
             Self::Anonymous => f.write_str("anonymous (plain text)"),
         }
     }

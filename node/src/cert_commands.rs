@@ -1,5 +1,5 @@
 //! `dpagg-node certs init|issue` (part of the binary): a development CA and identity folders,
-//! made by [`dpagg_node::certs`].
+//! made by [`dpagg_shared::identity::certs`].
 
 use anyhow::Result;
 use clap::Subcommand;
@@ -56,7 +56,7 @@ fn parse_time(s: &str) -> Result<time::OffsetDateTime, String> {
 
 /// `certs init` and `certs issue`: a development CA and identity folders.
 pub(crate) fn certs(command: Certs, out: &mut Out) -> Result<()> {
-    use dpagg_node::certs::{Validity, init, issue};
+    use dpagg_shared::identity::certs::{Validity, init, issue};
     let dirs = match command {
         Certs::Init {
             out: folder,

@@ -32,9 +32,9 @@
 //! came from (the file, the flag or the variable; see [`dpagg_shared::cli::settings`]).
 
 use crate::access::{ANY, AccessPolicy};
-use crate::tls::check_organisation_id;
 use clap::ArgMatches;
 use dpagg_shared::cli::{ConfigError, FileSettings, Layers, Setting};
+use dpagg_shared::identity::check_organisation_id;
 use dpagg_shared::privacy::accounting::admission::BUDGET_SLACK;
 use dpagg_shared::util::num::Num;
 use serde::Deserialize;

@@ -5,12 +5,12 @@
 //! data, policy and store together; [`service`] is the `dpagg.v1.OrganisationNode` gRPC service;
 //! [`transport`] serves it with health and reflection; [`config`] resolves file, flags and env;
 //! [`lock`] keeps one serving node per state folder; [`split`] deals a CSV over organisations
-//! for trying dpagg by hand. [`tls`] is mutual TLS and organisation identities, [`access`] the
-//! per-RPC allow-lists, rate limit and audit log, [`certs`] the development CA.
+//! for trying dpagg by hand. [`tls_server`] serves mutual TLS with the identities of
+//! `dpagg_shared::identity` (identity folders, organisation ids, the development CA, shared with
+//! the aggregator), [`access`] the per-RPC allow-lists, rate limit and audit log.
 #![forbid(unsafe_code)]
 
 pub mod access;
-pub mod certs;
 pub mod config;
 pub mod lock;
 pub mod metrics;
@@ -20,6 +20,5 @@ pub mod service;
 pub mod split;
 mod status;
 pub mod store;
-pub mod tls;
 pub mod tls_server;
 pub mod transport;

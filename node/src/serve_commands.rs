@@ -6,9 +6,9 @@ use anyhow::{Context, Result, bail};
 use dpagg_node::config::NodeConfig;
 use dpagg_node::lock::ServeLock;
 use dpagg_node::node::Node;
-use dpagg_node::tls::IdentityDir;
 use dpagg_node::transport::Security;
 use dpagg_shared::cli::{Out, exit::is_stdout_closed};
+use dpagg_shared::identity::IdentityDir;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -150,8 +150,8 @@ pub(crate) fn health(
                     .await
                 {
                     Ok((channel, _)) => channel,
-                    Err(dpagg_node::tls::ConnectError::Transport(e)) => {
-                        match dpagg_node::tls::handshake_problem(&e) {
+                    Err(dpagg_shared::identity::ConnectError::Transport(e)) => {
+                        match dpagg_shared::identity::handshake_problem(&e) {
                             Some(problem) => bail!("{url}: {problem}"),
                             None => {
                                 return Err(anyhow::Error::new(e)

@@ -1,4 +1,5 @@
-//! The node's side of mutual TLS: the rustls server configuration, the handshakes (done here,
+//! The node's side of mutual TLS: serving with the rustls server configuration of
+//! `dpagg_shared::identity::server_config`, the handshakes (done here,
 //! not inside tonic, so that a refused handshake is logged with the peer's address and the
 //! reason) and the warning about a certificate that has expired or soon will.
 //!
@@ -8,7 +9,7 @@
 //! Refusals are logged on the `dpagg::audit` target, at most [`LOGGED_PER_MINUTE`] a minute;
 //! the rest are counted and the count is logged with the next line that is written.
 
-use crate::tls::{IdentityDir, TlsError};
+use dpagg_shared::identity::{CERT_FILE, IdentityDir};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,26 +26,6 @@ pub const LOGGED_PER_MINUTE: u32 = 20;
 
 /// Warn at start when the node's certificate expires within this many days.
 pub const EXPIRY_WARNING_DAYS: i64 = 30;
-
-/// The server configuration: `identity`'s certificate and key, a client certificate from the
-/// federation's CA required on every connection, HTTP/2 only.
-pub fn server_config(identity: &IdentityDir) -> Result<Arc<rustls::ServerConfig>, TlsError> {
-    let mut roots = rustls::RootCertStore::empty();
-    for c in identity.ca_certificates() {
-        roots
-            .add(c.clone())
-            .map_err(|e| TlsError::Config(format!("{}: {e}", crate::tls::CA_FILE)))?;
-    }
-    let verifier = rustls::server::WebPkiClientVerifier::builder(roots.into())
-        .build()
-        .map_err(|e| TlsError::Config(e.to_string()))?;
-    let mut config = rustls::ServerConfig::builder()
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(identity.chain().to_vec(), identity.private_key()?)
-        .map_err(|e| TlsError::Config(e.to_string()))?;
-    config.alpn_protocols = vec![b"h2".to_vec()];
-    Ok(Arc::new(config))
-}
 
 /// Accepts connections on `listener` and yields those whose handshake succeeded; refused ones
 /// are logged. The accept loop stops when tonic drops the stream (at shutdown).
@@ -132,7 +113,7 @@ pub fn expiry_warning(identity: &IdentityDir, now: i64) -> Option<String> {
     let not_after = identity.not_after()?;
     let left = not_after - now;
     let renew = "renew it with `dpagg-node certs issue` from the federation's CA";
-    let path = identity.dir.join(crate::tls::CERT_FILE);
+    let path = identity.dir.join(CERT_FILE);
     if left <= 0 {
         Some(format!(
             "{}: the node's certificate EXPIRED {} day(s) ago: every client will refuse it; {renew}",
@@ -156,7 +137,8 @@ mod tests {
 
     #[test]
     fn an_expired_or_expiring_certificate_is_warned_about() {
-        use crate::certs::{Validity, init};
+        use dpagg_shared::identity::certs::{Validity, init};
+        use dpagg_shared::identity::server_config;
         let dir = tempfile::tempdir().expect("tempdir");
         let made = init(
             &dir.path().join("fed"),

@@ -6,10 +6,10 @@ use crate::access::{AccessPolicy, Gate};
 use crate::config::Transport;
 use crate::node::Node;
 use crate::service::NodeService;
-use crate::tls::{IdentityDir, TlsError};
 use dpagg_proto::signature::{SignatureError, SigningKey};
 use dpagg_proto::v1::FILE_DESCRIPTOR_SET;
 use dpagg_proto::v1::organisation_node_server::OrganisationNodeServer;
+use dpagg_shared::identity::{CERT_FILE, IdentityDir, TlsError, server_config};
 use std::future::Future;
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -80,7 +80,7 @@ impl Security {
                 let identity = IdentityDir::load(dir)?;
                 if identity.organisation_id != organisation_id {
                     return Err(SecurityError::WrongOrganisation {
-                        path: dir.join(crate::tls::CERT_FILE).display().to_string(),
+                        path: dir.join(CERT_FILE).display().to_string(),
                         certificate: identity.organisation_id,
                         configured: organisation_id.to_owned(),
                     });
@@ -93,7 +93,7 @@ impl Security {
                     tracing::warn!("{warning}");
                 }
                 Ok(Self {
-                    tls: Some(crate::tls_server::server_config(&identity)?),
+                    tls: Some(server_config(&identity)?),
                     signer: Some(Arc::new(signer)),
                     access,
                 })

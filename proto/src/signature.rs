@@ -8,7 +8,7 @@
 //! checks them again offline from a report. Ed25519 is deterministic, so a release is served with
 //! the same signature on every request.
 //!
-//! The crypto is `ring`'s, the provider the TLS stack uses too (see `dpagg_node::tls`).
+//! The crypto is `ring`'s, the provider the TLS stack uses too (see `dpagg_shared::identity`).
 
 use crate::v1 as pb;
 use ring::signature::{ED25519, Ed25519KeyPair, KeyPair, UnparsedPublicKey};

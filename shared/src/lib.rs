@@ -1,7 +1,7 @@
 //! # dpagg-shared — the core library of dpagg
 //!
 //! Everything an organisation needs to learn with others under differential privacy, without any
-//! networking, grouped by layer:
+//! networking (except the TLS of the `identity` feature), grouped by layer:
 //!
 //! - [`data`]: schema-bound data loading, the bundled and synthetic datasets, partitions.
 //! - [`learn`]: L2-regularised logistic regression (loss, solver).
@@ -11,6 +11,11 @@
 //! - [`util`]: statistics for tests and summaries, atomic file output.
 //! - `cli` (cargo feature `cli`): the plumbing of the command-line tools — logging, settings
 //!   resolved with the origin of every value, one-line errors and a stdout that may close.
+//! - `identity` (cargo feature `identity`): organisations' identities — mutual TLS
+//!   configurations and connector, identity folders, organisation ids in certificates,
+//!   handshake failures in words, and the development CA (`certs`). Both binaries use it, so
+//!   neither depends on the other. With this feature the crate does networking (TLS); without
+//!   it, none.
 //!
 //! The names most users need are re-exported here; deeper paths stay available. The privacy
 //! invariants of the project are enforced in this crate; `ARCHITECTURE.md` says where.
@@ -20,6 +25,8 @@ pub mod aggregate;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod data;
+#[cfg(feature = "identity")]
+pub mod identity;
 pub mod learn;
 pub mod privacy;
 pub mod simulation;

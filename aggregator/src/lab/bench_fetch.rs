@@ -9,15 +9,18 @@
 //! node and run), and prints the TLS time as a ratio of the plain-text one. The target is under
 //! 1 s for 100 nodes, TLS handshakes included.
 
+use super::node_process::{self, Fleet, until_interrupted};
 use crate::run::config::{LearnerRequest, Network};
 use crate::run::fetch::{Client, fetch_all};
 use anyhow::{Context, Result, bail};
 use dpagg_shared::cli::Out;
 use dpagg_shared::data::bundled::Bundled;
+use dpagg_shared::identity::IdentityDir;
+use dpagg_shared::identity::certs::{Validity, init};
 use dpagg_shared::privacy::mechanism::{LearnerSpec, MechanismKind};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Arguments of `bench-fetch`.
@@ -30,36 +33,8 @@ pub struct Args {
     #[arg(long, default_value_t = 32)]
     concurrency: usize,
     /// The `dpagg-node` binary [default: next to this executable].
-    #[arg(long)]
+    #[arg(long, env = node_process::NODE_BINARY_ENV)]
     node_binary: Option<PathBuf>,
-}
-
-/// Kills every node process when dropped, whatever happened.
-struct Fleet(Vec<Child>);
-
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn node_binary(given: Option<PathBuf>) -> Result<PathBuf> {
-    let path = match given {
-        Some(p) => p,
-        None => std::env::current_exe()
-            .context("cannot locate this executable")?
-            .with_file_name(format!("dpagg-node{}", std::env::consts::EXE_SUFFIX)),
-    };
-    if !path.is_file() {
-        bail!(
-            "{}: no dpagg-node binary (build it with `cargo build --release -p dpagg-node` or pass --node-binary)",
-            path.display()
-        );
-    }
-    Ok(path)
 }
 
 /// Plain text or TLS with the identity folders under `dir/federation`.
@@ -69,8 +44,9 @@ enum Mode {
     Tls,
 }
 
-fn spawn(binary: &Path, dir: &Path, i: usize, mode: Mode) -> Result<Child> {
-    let mut command = Command::new(binary);
+/// `dpagg-node serve` for node `i` on 127.0.0.1 (a port it picks), its log discarded.
+fn serve_command(binary: &Path, dir: &Path, i: usize, mode: Mode) -> tokio::process::Command {
+    let mut command = node_process::command(binary);
     match mode {
         Mode::Plain => command.arg("serve").arg("--insecure"),
         Mode::Tls => command
@@ -89,28 +65,8 @@ fn spawn(binary: &Path, dir: &Path, i: usize, mode: Mode) -> Result<Child> {
         .arg(dir.join(format!("state-{mode:?}-{i}")))
         .args(["--epsilon-total", "10", "--delta-total", "1e-5"])
         .args(["--allow-remote-publish", "true", "--write-allow", "*"])
-        .env("DPAGG_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| format!("cannot start {}", binary.display()))
-}
-
-fn listening_url(child: &mut Child, mode: Mode) -> Result<String> {
-    let stdout = child.stdout.take().context("no stdout from dpagg-node")?;
-    let mut line = String::new();
-    std::io::BufReader::new(stdout)
-        .read_line(&mut line)
-        .context("cannot read from dpagg-node")?;
-    let addr = line
-        .trim()
-        .strip_prefix("dpagg-node listening on ")
-        .with_context(|| format!("dpagg-node did not start (said {:?})", line.trim()))?;
-    Ok(match mode {
-        Mode::Plain => format!("http://{addr}"),
-        Mode::Tls => format!("https://{addr}"),
-    })
+        .stderr(Stdio::null());
+    command
 }
 
 async fn best_of_three(
@@ -135,19 +91,14 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
     if args.nodes == 0 || args.concurrency == 0 {
         bail!("--nodes and --concurrency must be at least 1");
     }
-    let binary = node_binary(args.node_binary)?;
+    let binary = node_process::node_binary(args.node_binary)?;
     let work = tempfile::tempdir().context("cannot create a temporary folder")?;
     write_shard(work.path())?;
     let federation = work.path().join("federation");
     let mut orgs: Vec<String> = (0..args.nodes).map(|i| format!("org-{i}")).collect();
     orgs.push("bench-aggregator".into());
-    dpagg_node::certs::init(
-        &federation,
-        &orgs,
-        &[],
-        dpagg_node::certs::Validity::days_from_now(1),
-    )?;
-    let tls = dpagg_node::tls::IdentityDir::load(&federation.join("bench-aggregator"))?.client()?;
+    init(&federation, &orgs, &[], Validity::days_from_now(1))?;
+    let tls = IdentityDir::load(&federation.join("bench-aggregator"))?.client()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -158,36 +109,18 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
         (
             Mode::Tls,
             Client {
-                tls: Some(tls),
+                tls: Some(tls.clone()),
                 ..Client::default()
             },
         ),
     ] {
-        let started = Instant::now();
-        let mut fleet = Fleet(Vec::with_capacity(args.nodes));
-        for i in 0..args.nodes {
-            fleet.0.push(spawn(&binary, work.path(), i, mode)?);
-        }
-        let urls = fleet
-            .0
-            .iter_mut()
-            .map(|c| listening_url(c, mode))
-            .collect::<Result<Vec<_>>>()?;
-        writeln!(
-            stdout,
-            "bench-fetch ({}): {} dpagg-node processes listening after {:.2} s",
-            label(mode),
-            urls.len(),
-            started.elapsed().as_secs_f64()
-        )?;
-        times.push(runtime.block_on(publish_then_time(
-            stdout,
-            &urls,
-            args.concurrency,
-            &client,
-            mode,
-        ))?);
-        drop(fleet);
+        let fleet = Fleets {
+            binary: &binary,
+            dir: work.path(),
+            nodes: args.nodes,
+            concurrency: args.concurrency,
+        };
+        times.push(runtime.block_on(until_interrupted(fleet.measure(stdout, &client, mode)))?);
     }
     writeln!(
         stdout,
@@ -197,6 +130,34 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
         times[0]
     )?;
     Ok(())
+}
+
+/// What a measurement starts: `nodes` processes of `binary` over the files in `dir`.
+struct Fleets<'a> {
+    binary: &'a Path,
+    dir: &'a Path,
+    nodes: usize,
+    concurrency: usize,
+}
+
+impl Fleets<'_> {
+    /// Starts the nodes in `mode`, times collection from them, stops them; the concurrent time.
+    async fn measure(&self, stdout: &mut Out, client: &Client, mode: Mode) -> Result<f64> {
+        let started = Instant::now();
+        let mut fleet = Fleet::with_capacity(self.nodes);
+        for i in 0..self.nodes {
+            fleet.spawn(serve_command(self.binary, self.dir, i, mode))?;
+        }
+        let urls = fleet.urls(mode == Mode::Tls).await?;
+        writeln!(
+            stdout,
+            "bench-fetch ({}): {} dpagg-node processes listening after {:.2} s",
+            label(mode),
+            urls.len(),
+            started.elapsed().as_secs_f64()
+        )?;
+        publish_then_time(stdout, &urls, self.concurrency, client, mode).await
+    }
 }
 
 fn label(mode: Mode) -> &'static str {

@@ -7,37 +7,39 @@
 //! K + 1 organisations — where it does not pay (`experiment utility` at ε = 1: the final model
 //! keeps the local one in about half the trials and ends 0.55 points below it on average;
 //! EXPERIMENTS.md, "Is joining worth it?"). `--rows-per-org` gives unequal sizes (the
-//! aggregator's first). Organisations 1…K each get a real node (SQLite ledger, gRPC with health and reflection) on 127.0.0.1 with an ephemeral port, and
-//! each node's operator publishes one learner at the requested ε (charged to its ledger). The
-//! aggregator (organisation 0) then runs exactly what `dpagg-aggregator run` runs, over real gRPC.
-//! Every connection is mutual TLS (a development CA made for the run by `dpagg_node::certs`),
+//! aggregator's first). Organisations 1…K each get a real node — a `dpagg-node serve` process
+//! (SQLite ledger, gRPC with health and reflection) on 127.0.0.1 with a port it picks itself
+//! ([`super::node_process`]) — and each node's operator publishes one learner at the requested ε
+//! with `dpagg-node publish` (charged to its ledger). The aggregator (organisation 0) then runs
+//! exactly what `dpagg-aggregator run` runs, over real gRPC; the nodes are stopped when it ends
+//! (or on Ctrl-C). The node binary is the one next to this executable (`--node-binary`).
+//! Every connection is mutual TLS (a development CA made for the run by
+//! `dpagg_shared::identity::certs`),
 //! every release is signed and checked, and the report is signed by the aggregator; the public
 //! signing keys are copied to `OUT/public-keys` so that `dpagg-aggregator verify
 //! OUT/report.json --signing-keys OUT/public-keys` works afterwards. `--insecure` runs it in
 //! plain text instead. Everything but the report and the public keys lives in a temporary
 //! folder removed at the end.
 
+use super::node_process::{self, Fleet, until_interrupted};
 use crate::run::config::{Acceptance, LearnerRequest, Network, RunConfig, Security, TestSet};
 use crate::run::report::Report;
 use anyhow::{Context, Result, bail};
-use dpagg_node::access::AccessPolicy;
-use dpagg_node::config::{NodeConfig, Policy, Transport};
-use dpagg_node::node::Node;
-use dpagg_node::transport::Security as NodeSecurity;
 use dpagg_shared::cli::{LearnerArgs, Out};
 use dpagg_shared::data::bundled::Bundled;
 use dpagg_shared::data::clinic::{
     CLINIC_DIM, CLINIC_HOSPITAL_ROWS, CLINIC_OWN_ROWS, CLINIC_TEST_ROWS, clinic_rows,
 };
+use dpagg_shared::identity::certs::{PUBLIC_KEYS_DIR, Validity};
 use dpagg_shared::privacy::guarantee::PrivacyGuarantee;
 use dpagg_shared::privacy::mechanism::LearnerSpec;
 use dpagg_shared::privacy::noise::derived_rng;
+use dpagg_shared::util::num::Num;
 use rand::seq::SliceRandom;
+use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
 
 /// Arguments of `demo`.
 #[derive(Debug, clap::Args)]
@@ -77,6 +79,9 @@ pub struct Args {
     /// Plain text instead of mutual TLS, unsigned releases and report (to compare).
     #[arg(long)]
     insecure: bool,
+    /// The `dpagg-node` binary the nodes run [default: next to this executable].
+    #[arg(long, env = super::node_process::NODE_BINARY_ENV)]
+    node_binary: Option<PathBuf>,
 }
 
 /// The demo's data.
@@ -213,44 +218,65 @@ fn split_data(dir: &Path, sizes: &[usize], seed: u64) -> Result<(PathBuf, Vec<Pa
     Ok((test_file, files))
 }
 
-/// Loads a node, has its operator publish `spec`, and returns it with its security.
-fn start_node(
+/// The settings of node `id` (`org-i`), as `dpagg-node` flags: its data, the schema, its own
+/// state folder, its identity folder (or plain text) and the demo's policy; nobody may publish
+/// remotely (each node's operator publishes, as in production).
+fn node_settings(
     dir: &Path,
     id: &str,
-    data: PathBuf,
+    data: &Path,
     schema: &Path,
-    spec: &LearnerSpec,
     allow_unproven: bool,
     insecure: bool,
-) -> Result<(Node, NodeSecurity)> {
-    let transport = if insecure {
-        Transport::Insecure
+) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![
+        "--organisation-id".into(),
+        id.into(),
+        "--data".into(),
+        data.into(),
+        "--schema".into(),
+        schema.into(),
+        "--state-dir".into(),
+        dir.join(format!("{id}-state")).into(),
+    ];
+    if insecure {
+        args.push("--insecure".into());
     } else {
-        Transport::Tls(dir.join("federation").join(id))
-    };
-    let config = NodeConfig {
-        metrics_listen: None,
-        organisation_id: id.to_owned(),
-        listen: ([127, 0, 0, 1], 0).into(),
-        data,
-        schema: schema.to_owned(),
-        state_dir: dir.join(format!("{id}-state")),
-        transport: Some(transport.clone()),
-        access: AccessPolicy::default(),
-        policy: Policy {
-            epsilon_total: 10.0,
-            delta_total: 1e-4,
-            max_epsilon_per_release: Some(2.0),
-            allow_remote_publish: false,
-            allow_unproven,
-            max_training_seconds: 120.0,
-        },
-    };
-    let node = Node::load(&config).with_context(|| format!("node {id}"))?;
-    node.publish(spec)
-        .with_context(|| format!("node {id} cannot publish"))?;
-    let security = NodeSecurity::load(&transport, id, AccessPolicy::default())?;
-    Ok((node, security))
+        args.push("--identity".into());
+        args.push(dir.join("federation").join(id).into());
+    }
+    let allow_unproven = if allow_unproven { "true" } else { "false" };
+    for (flag, value) in [
+        ("--epsilon-total", "10"),
+        ("--delta-total", "1e-4"),
+        ("--max-epsilon-per-release", "2"),
+        ("--allow-remote-publish", "false"),
+        ("--allow-unproven", allow_unproven),
+        ("--max-training-seconds", "120"),
+    ] {
+        args.push(flag.into());
+        args.push(value.into());
+    }
+    args
+}
+
+/// `dpagg-node publish` flags for `spec`, every number written so that it reads back exactly.
+fn publish_flags(mechanism: &str, spec: &LearnerSpec) -> Vec<String> {
+    let mut flags = vec![
+        "--mechanism".to_owned(),
+        mechanism.to_owned(),
+        "--epsilon".to_owned(),
+        Num(spec.epsilon).to_string(),
+        "--delta".to_owned(),
+        Num(spec.delta).to_string(),
+        "--lambda".to_owned(),
+        spec.l2.to_string(),
+    ];
+    for (name, value) in &spec.options {
+        flags.push("--option".to_owned());
+        flags.push(format!("{name}={}", Num(*value)));
+    }
+    flags
 }
 
 /// The development federation of the demo: a CA and the identity folders of `org-1…org-K` and
@@ -258,11 +284,11 @@ fn start_node(
 fn federation(dir: &Path, nodes: usize) -> Result<()> {
     let mut orgs: Vec<String> = (1..=nodes).map(|i| format!("org-{i}")).collect();
     orgs.push(AGGREGATOR.into());
-    dpagg_node::certs::init(
+    dpagg_shared::identity::certs::init(
         &dir.join("federation"),
         &orgs,
         &[],
-        dpagg_node::certs::Validity::days_from_now(1),
+        Validity::days_from_now(1),
     )?;
     Ok(())
 }
@@ -272,10 +298,8 @@ const AGGREGATOR: &str = "aggregator";
 
 /// Copies the public signing keys next to the report, for `verify`.
 fn copy_public_keys(dir: &Path, out: &Path) -> Result<()> {
-    let from = dir
-        .join("federation")
-        .join(dpagg_node::certs::PUBLIC_KEYS_DIR);
-    let to = out.join(dpagg_node::certs::PUBLIC_KEYS_DIR);
+    let from = dir.join("federation").join(PUBLIC_KEYS_DIR);
+    let to = out.join(PUBLIC_KEYS_DIR);
     std::fs::create_dir_all(&to).with_context(|| format!("{}: cannot create", to.display()))?;
     for entry in std::fs::read_dir(&from).with_context(|| format!("{}", from.display()))? {
         let path = entry?.path();
@@ -299,71 +323,60 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
             args.out.display()
         )
     })?;
+    let binary = node_process::node_binary(args.node_binary.clone())?;
     let work = tempfile::tempdir().context("cannot create a temporary folder")?;
-    let (test_file, files, schema_text) = match args.scenario {
-        Scenario::Clinic => {
-            let sizes = sizes(&args, CLINIC_OWN_ROWS, CLINIC_HOSPITAL_ROWS)?;
-            let (t, f) = clinic_data(work.path(), &sizes, args.seed)?;
-            (t, f, clinic_schema())
-        }
-        Scenario::Diabetes => {
-            let share = (Bundled::Diabetes.load().0.len()
-                - Bundled::Diabetes.paper_split().test_size())
-                / (args.nodes + 1);
-            let sizes = sizes(&args, share, share)?;
-            let (t, f) = split_data(work.path(), &sizes, args.seed)?;
-            (t, f, Bundled::Diabetes.schema_text().to_owned())
-        }
-    };
-    let schema = work.path().join("schema.toml");
-    std::fs::write(&schema, schema_text)
-        .with_context(|| format!("{}: cannot write", schema.display()))?;
+    let (test_file, files, schema) = write_data(&args, work.path())?;
     let spec = args.learner.spec(args.epsilon);
     let accepted = requested_guarantee(&spec)?;
     if !args.insecure {
         federation(work.path(), files.len() - 1)?;
     }
-    let nodes = files[1..]
+    let nodes: Vec<_> = files[1..]
         .iter()
         .enumerate()
         .map(|(i, f)| {
-            start_node(
+            let id = format!("org-{}", i + 1);
+            node_settings(
                 work.path(),
-                &format!("org-{}", i + 1),
-                f.clone(),
+                &id,
+                f,
                 &schema,
-                &spec,
                 args.allow_unproven,
                 args.insecure,
             )
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let publish = publish_flags(spec.kind.name(), &spec);
+    runtime.block_on(until_interrupted(publish_all(&binary, &nodes, &publish)))?;
     // A reader that went away (`| head -1`) does not stop the run: the report is still
     // written, and the closed pipe is reported after it.
     let mut printed = writeln!(
         stdout,
         "{} nodes published {} at ε = {} (each charged to its own ledger)",
         nodes.len(),
-        args.learner.mechanism,
+        spec.kind.name(),
         args.epsilon
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
     let mut config =
         aggregator_config(&args, &spec, &accepted, files[0].clone(), schema, test_file);
     let federation = work.path().join("federation");
     if !args.insecure {
         config.security = Security::Tls {
             identity: federation.join(AGGREGATOR),
-            signing_keys: federation.join(dpagg_node::certs::PUBLIC_KEYS_DIR),
+            signing_keys: federation.join(PUBLIC_KEYS_DIR),
         };
     }
-    let (listeners, urls) = runtime.block_on(listen(&nodes))?;
+    let (fleet, urls) =
+        runtime.block_on(until_interrupted(serve(&binary, &nodes, args.insecure)))?;
     printed = printed.and_then(|()| writeln!(stdout, "serving on {}", urls.join(" ")));
     config.nodes = urls;
-    let mut report = runtime.block_on(serve_and_run(nodes.into_iter().zip(listeners), config))?;
+    let report = runtime.block_on(until_interrupted(crate::run::protocol::execute(&config)));
+    drop(fleet);
+    let mut report: Report = report?;
     if !args.insecure {
         crate::run::sign(&mut report, &federation.join(AGGREGATOR))?;
         copy_public_keys(work.path(), &args.out)?;
@@ -382,6 +395,75 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
     Ok(())
 }
 
+/// The scenario's files in `dir`: the test rows, one CSV per organisation (the aggregator's
+/// first) and the public schema.
+fn write_data(args: &Args, dir: &Path) -> Result<(PathBuf, Vec<PathBuf>, PathBuf)> {
+    let (test_file, files, schema_text) = match args.scenario {
+        Scenario::Clinic => {
+            let sizes = sizes(args, CLINIC_OWN_ROWS, CLINIC_HOSPITAL_ROWS)?;
+            let (t, f) = clinic_data(dir, &sizes, args.seed)?;
+            (t, f, clinic_schema())
+        }
+        Scenario::Diabetes => {
+            let share = (Bundled::Diabetes.load().0.len()
+                - Bundled::Diabetes.paper_split().test_size())
+                / (args.nodes + 1);
+            let sizes = sizes(args, share, share)?;
+            let (t, f) = split_data(dir, &sizes, args.seed)?;
+            (t, f, Bundled::Diabetes.schema_text().to_owned())
+        }
+    };
+    let schema = dir.join("schema.toml");
+    std::fs::write(&schema, schema_text)
+        .with_context(|| format!("{}: cannot write", schema.display()))?;
+    Ok((test_file, files, schema))
+}
+
+/// Each node's operator publishes with `dpagg-node publish` (a few at a time); the first
+/// failure, in the nodes' order, is the error.
+async fn publish_all(binary: &Path, nodes: &[Vec<OsString>], publish: &[String]) -> Result<()> {
+    let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(PUBLISHING_AT_ONCE));
+    let mut running = Vec::with_capacity(nodes.len());
+    for settings in nodes {
+        let mut command = node_process::command(binary);
+        command.arg("publish").args(settings).args(publish);
+        let permits = permits.clone();
+        running.push(tokio::spawn(async move {
+            let _permit = permits.acquire_owned().await?;
+            node_process::run_to_end(command).await
+        }));
+    }
+    for (i, task) in running.into_iter().enumerate() {
+        task.await
+            .context("a publishing task failed")?
+            .with_context(|| format!("node org-{} cannot publish", i + 1))?;
+    }
+    Ok(())
+}
+
+/// `dpagg-node publish` processes running at once.
+const PUBLISHING_AT_ONCE: usize = 8;
+
+/// Starts `dpagg-node serve` for every node on 127.0.0.1 (a port each node picks) and returns
+/// the running fleet with the URLs to dial.
+async fn serve(
+    binary: &Path,
+    nodes: &[Vec<OsString>],
+    insecure: bool,
+) -> Result<(Fleet, Vec<String>)> {
+    let mut fleet = Fleet::with_capacity(nodes.len());
+    for settings in nodes {
+        let mut command = node_process::command(binary);
+        command
+            .arg("serve")
+            .args(settings)
+            .args(["--listen", "127.0.0.1:0"]);
+        fleet.spawn(command)?;
+    }
+    let urls = fleet.urls(!insecure).await?;
+    Ok((fleet, urls))
+}
+
 /// The guarantee of what the nodes are asked to publish, read under replace-one: exactly what
 /// the aggregator accepts.
 fn requested_guarantee(spec: &LearnerSpec) -> Result<PrivacyGuarantee> {
@@ -389,7 +471,7 @@ fn requested_guarantee(spec: &LearnerSpec) -> Result<PrivacyGuarantee> {
 }
 
 /// The aggregator's settings for the demo: its own `data`, the nodes' `schema`, the `test` file,
-/// and no nodes yet (their URLs are added once [`listen`] has bound them).
+/// and no nodes yet (their URLs are added once [`serve`] has started them).
 fn aggregator_config(
     args: &Args,
     spec: &LearnerSpec,
@@ -431,49 +513,36 @@ fn aggregator_config(
     }
 }
 
-/// A listener on 127.0.0.1 with an ephemeral port for every node, and the URLs to dial them.
-async fn listen(nodes: &[(Node, NodeSecurity)]) -> Result<(Vec<TcpListener>, Vec<String>)> {
-    let mut listeners = Vec::new();
-    let mut urls = Vec::new();
-    for (_, security) in nodes {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .context("cannot listen on 127.0.0.1")?;
-        let scheme = if security.tls.is_some() {
-            "https"
-        } else {
-            "http"
-        };
-        urls.push(format!("{scheme}://{}", listener.local_addr()?));
-        listeners.push(listener);
-    }
-    Ok((listeners, urls))
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dpagg_shared::privacy::mechanism::{Lambda, MechanismKind};
 
-/// Serves every node on its listener, runs the aggregator against them (`config.nodes` are
-/// their URLs) and stops the servers.
-async fn serve_and_run(
-    nodes: impl IntoIterator<Item = ((Node, NodeSecurity), TcpListener)>,
-    config: RunConfig,
-) -> Result<Report> {
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let mut servers = Vec::new();
-    for ((node, security), listener) in nodes {
-        let mut stopped = stopped.clone();
-        let shutdown = async move {
-            let _ = stopped.wait_for(|s| *s).await;
+    /// The nodes train exactly what the aggregator asks for: every number reads back to the
+    /// same bits.
+    #[test]
+    fn publish_flags_read_back_to_the_spec() {
+        let spec = LearnerSpec {
+            kind: MechanismKind::DpSgd,
+            epsilon: 0.1 + 0.2,
+            delta: 1e-7,
+            l2: Lambda::Fixed(1.0 / 3.0),
+            options: [("steps".to_owned(), 500.0)].into_iter().collect(),
         };
-        servers.push(tokio::spawn(dpagg_node::transport::serve(
-            listener,
-            Arc::new(node),
-            security,
-            shutdown,
-        )));
+        let flags = publish_flags("dp-sgd", &spec);
+        let value = |flag: &str| {
+            let at = flags.iter().position(|f| f == flag).expect(flag);
+            flags[at + 1].clone()
+        };
+        assert_eq!(value("--mechanism"), "dp-sgd");
+        assert_eq!(value("--epsilon").parse::<f64>().ok(), Some(spec.epsilon));
+        assert_eq!(value("--delta").parse::<f64>().ok(), Some(spec.delta));
+        assert_eq!(value("--lambda").parse::<Lambda>().ok(), Some(spec.l2));
+        assert_eq!(value("--option"), "steps=500");
+        let auto = LearnerSpec {
+            l2: Lambda::Auto,
+            ..spec
+        };
+        assert_eq!(publish_flags("dp-sgd", &auto)[7], "auto");
     }
-    let report = crate::run::protocol::execute(&config).await;
-    let _ = stop.send(true);
-    for s in servers {
-        let _ = s.await;
-    }
-    report
 }

@@ -6,6 +6,8 @@
 //! - [`privacy`]: calculators (the Gibbs β bound, DP-SGD's ε and σ calibration, seed 003's RDP of
 //!   synthetic rows from a multivariate normal).
 //! - [`bench`] and [`bench_fetch`]: timings against in-run baselines and targets.
+//! - [`node_process`]: the `dpagg-node` processes `demo` and `bench_fetch` start (the aggregator
+//!   runs the node binary; it does not link the node crate).
 //!
 //! A new experiment goes under [`experiment`]; a new calculator into [`privacy`].
 
@@ -14,6 +16,7 @@ pub mod bench_fetch;
 pub mod bench_peer;
 pub mod demo;
 pub mod experiment;
+pub mod node_process;
 pub mod privacy;
 pub mod simulate;
 

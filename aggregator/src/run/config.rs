@@ -472,7 +472,7 @@ fn security(l: &mut Given<'_>) -> Result<Security, ConfigError> {
             let signing_keys = keys.map_or_else(
                 || {
                     let parent = identity.value.parent().unwrap_or(Path::new("."));
-                    parent.join(dpagg_node::certs::PUBLIC_KEYS_DIR)
+                    parent.join(dpagg_shared::identity::certs::PUBLIC_KEYS_DIR)
                 },
                 |k| k.value,
             );

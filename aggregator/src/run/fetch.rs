@@ -15,10 +15,10 @@
 
 use crate::run::config::{LearnerRequest, Network};
 use crate::run::validate::Violation;
-use dpagg_node::tls::{ClientTls, ConnectError, check_organisation_id, handshake_problem};
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::get_learner_request::Selector;
 use dpagg_proto::v1::organisation_node_client::OrganisationNodeClient;
+use dpagg_shared::identity::{ClientTls, ConnectError, check_organisation_id, handshake_problem};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tonic::Code;

@@ -102,7 +102,7 @@ impl Command {
 
 /// Signs `report` with the signing key of the identity folder `identity`.
 pub(crate) fn sign(report: &mut report::Report, identity: &std::path::Path) -> Result<()> {
-    let id = dpagg_node::tls::IdentityDir::load(identity)?;
+    let id = dpagg_shared::identity::IdentityDir::load(identity)?;
     let key = dpagg_proto::signature::SigningKey::load(&id.signing_key_path())
         .context("the aggregator signs its report with signing.key from its identity folder")?;
     report.signed_by = Some(id.organisation_id.clone());

@@ -77,7 +77,7 @@ fn own_data(config: &RunConfig) -> Result<OwnData> {
 pub fn client(security: &Security, dim: usize) -> Result<Client> {
     let tls = match security {
         Security::Tls { identity, .. } => Some(
-            dpagg_node::tls::IdentityDir::load(identity)?
+            dpagg_shared::identity::IdentityDir::load(identity)?
                 .client()
                 .context("cannot set up TLS")?,
         ),

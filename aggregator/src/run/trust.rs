@@ -15,9 +15,9 @@
 use crate::run::config::Security;
 use crate::run::fetch::{Exclusion, MAX_TEXT, clean};
 use crate::run::report::{MAX_MECHANISM, MAX_RELEASE_ID};
-use dpagg_node::tls::check_organisation_id;
 use dpagg_proto::signature::{ALGORITHM, SignatureError, SigningKey, VerifyingKey, hex, unhex};
 use dpagg_proto::v1 as pb;
+use dpagg_shared::identity::check_organisation_id;
 use prost::Message;
 use serde::Serialize;
 use std::path::{Path, PathBuf};

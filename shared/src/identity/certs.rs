@@ -18,10 +18,8 @@
 //! folders of mode 0700; every file is written atomically.
 //! Certificates use ECDSA P-256 with SHA-256.
 
-use crate::tls::{
-    CA_FILE, CERT_FILE, KEY_FILE, SIGNING_KEY_FILE, check_organisation_id, identity_uri,
-};
-use dpagg_proto::signature::{SigningKey, hex};
+use super::{CA_FILE, CERT_FILE, KEY_FILE, SIGNING_KEY_FILE, check_organisation_id, identity_uri};
+use crate::util::files::{atomic_write, atomic_write_private, create_private_dir};
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose, SanType,
@@ -61,8 +59,8 @@ pub enum CertsError {
     #[error("cannot make a certificate: {0}")]
     Rcgen(#[from] rcgen::Error),
     /// The signing key could not be made.
-    #[error(transparent)]
-    Signing(#[from] dpagg_proto::signature::SignatureError),
+    #[error("(new key): {0}")]
+    Signing(&'static str),
     /// The folder exists already (never overwrite keys).
     #[error("{0} exists already: refusing to overwrite keys (choose another --out or remove it)")]
     Exists(PathBuf),
@@ -98,7 +96,6 @@ fn write(path: &Path, bytes: &[u8], private: bool) -> Result<(), CertsError> {
         path: path.to_owned(),
         reason: e.to_string(),
     };
-    use dpagg_shared::util::files::{atomic_write, atomic_write_private, create_private_dir};
     if let Some(dir) = path.parent() {
         // A folder that holds a secret is the owner's only; others are ordinary.
         if private {
@@ -117,7 +114,7 @@ fn write(path: &Path, bytes: &[u8], private: bool) -> Result<(), CertsError> {
 
 /// A folder that will hold a key: the owner's only (0700) before anything is written into it.
 fn private_dir(dir: &Path) -> Result<(), CertsError> {
-    dpagg_shared::util::files::create_private_dir(dir).map_err(|e| CertsError::File {
+    create_private_dir(dir).map_err(|e| CertsError::File {
         path: dir.to_owned(),
         reason: e.to_string(),
     })
@@ -233,14 +230,14 @@ pub fn issue(
     params.not_after = validity.not_after;
     let cert = params.signed_by(&key, &issuer)?;
 
-    let (signing, pkcs8) = SigningKey::generate()?;
+    let (pkcs8, signing_public) = signing_key()?;
     private_dir(&dir)?;
     write(&dir.join(CA_FILE), ca_pem.as_bytes(), false)?;
     write(&dir.join(CERT_FILE), cert.pem().as_bytes(), false)?;
     write(&dir.join(KEY_FILE), key.serialize_pem().as_bytes(), true)?;
     let pem = pem_private_key(&pkcs8);
     write(&dir.join(SIGNING_KEY_FILE), pem.as_bytes(), true)?;
-    let public = format!("{}\n", hex(signing.public_key()));
+    let public = format!("{}\n", hex(&signing_public));
     write(&dir.join("signing.pub"), public.as_bytes(), false)?;
     write(
         &out.join(PUBLIC_KEYS_DIR)
@@ -279,6 +276,24 @@ fn sans(organisation: &str, hosts: &[String]) -> Result<Vec<SanType>, CertsError
     Ok(names)
 }
 
+/// A new Ed25519 release-signing key from the operating system's CSPRNG: its PKCS#8 (v2) DER,
+/// to store, and its raw 32-byte public key. `dpagg_proto::signature::SigningKey::load` reads
+/// the stored key back (it signs releases; this module only makes keys).
+fn signing_key() -> Result<(Vec<u8>, Vec<u8>), CertsError> {
+    use ring::signature::{Ed25519KeyPair, KeyPair as _};
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng)
+        .map_err(|_| CertsError::Signing("the operating system's random generator failed"))?;
+    let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref())
+        .map_err(|_| CertsError::Signing("a fresh key did not read back"))?;
+    Ok((pkcs8.as_ref().to_vec(), pair.public_key().as_ref().to_vec()))
+}
+
+/// Lowercase hex, the format of the `.pub` files (`dpagg_proto::signature::VerifyingKey`).
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// PKCS#8 DER as a PEM `PRIVATE KEY` block (RFC 7468): base64 lines of 64 characters.
 fn pem_private_key(der: &[u8]) -> String {
     const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -308,7 +323,7 @@ fn pem_private_key(der: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tls::{IdentityDir, organisation_of};
+    use crate::identity::{IdentityDir, organisation_of};
     use rustls_pki_types::pem::PemObject;
 
     #[test]
@@ -327,9 +342,14 @@ mod tests {
         let id = IdentityDir::load(&made[1]).expect("loads");
         assert_eq!(id.organisation_id, "hospital_b");
         id.client().expect("client config");
-        let key = SigningKey::load(&id.signing_key_path()).expect("signing key");
+        let pem = std::fs::read(id.signing_key_path()).expect("signing key");
+        let der = rustls_pki_types::PrivatePkcs8KeyDer::from_pem_slice(&pem).expect("pem");
+        let key =
+            ring::signature::Ed25519KeyPair::from_pkcs8_maybe_unchecked(der.secret_pkcs8_der())
+                .expect("an Ed25519 key");
         let public = std::fs::read_to_string(out.join("public-keys/hospital_b.pub")).expect("pub");
-        assert_eq!(public.trim(), hex(key.public_key()));
+        use ring::signature::KeyPair as _;
+        assert_eq!(public.trim(), hex(key.public_key().as_ref()));
         // Never overwrite keys.
         assert!(matches!(
             init(&out, &orgs, &[], Validity::days_from_now(1)),
