@@ -336,14 +336,8 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
         .enumerate()
         .map(|(i, f)| {
             let id = format!("org-{}", i + 1);
-            node_settings(
-                work.path(),
-                &id,
-                f,
-                &schema,
-                args.allow_unproven,
-                args.insecure,
-            )
+            let (unproven, insecure) = (args.allow_unproven, args.insecure);
+            node_settings(work.path(), &id, f, &schema, unproven, insecure)
         })
         .collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -384,12 +378,17 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
     printed = printed.and_then(|()| write!(stdout, "{}", report.table()));
     report.write(&args.out)?;
     printed?;
+    wrote(stdout, &args.out, started)
+}
+
+/// The last line: where the report went and how long the demo took.
+fn wrote(stdout: &mut Out, out: &Path, started: Instant) -> Result<()> {
     writeln!(
         stdout,
         "wrote {}, {} and {} in {:.1} s",
-        args.out.join("report.json").display(),
-        args.out.join("model.json").display(),
-        args.out.join("report.html").display(),
+        out.join("report.json").display(),
+        out.join("model.json").display(),
+        out.join("report.html").display(),
         started.elapsed().as_secs_f64()
     )?;
     Ok(())

@@ -135,19 +135,26 @@ fn private_schema(
     Ok(schema)
 }
 
+/// `--test-fraction` is in (0, 1) and given only with a CSV dataset.
+fn check_test_fraction(args: &Args) -> Result<()> {
+    let Some(f) = args.test_fraction else {
+        return Ok(());
+    };
+    if !(f > 0.0 && f < 1.0) {
+        bail!("--test-fraction: {f} is not in (0, 1)");
+    }
+    if args.schema.is_none() {
+        bail!(
+            "--test-fraction applies to a CSV dataset; {} has a fixed test set (the paper's)",
+            args.dataset
+        );
+    }
+    Ok(())
+}
+
 /// Resolves the data source from the arguments.
 fn source(args: &Args, note: &mut String) -> Result<Source> {
-    if let Some(f) = args.test_fraction {
-        if !(f > 0.0 && f < 1.0) {
-            bail!("--test-fraction: {f} is not in (0, 1)");
-        }
-        if args.schema.is_none() {
-            bail!(
-                "--test-fraction applies to a CSV dataset; {} has a fixed test set (the paper's)",
-                args.dataset
-            );
-        }
-    }
+    check_test_fraction(args)?;
     if args.dataset == "synthetic" {
         if args.schema.is_some() {
             bail!("--schema applies to CSV datasets, not to synthetic data");
@@ -191,6 +198,11 @@ fn source(args: &Args, note: &mut String) -> Result<Source> {
             map: Some((b.name().to_owned(), b.schema().mode())),
         });
     }
+    csv_source(args, note)
+}
+
+/// A CSV dataset with its `--schema`.
+fn csv_source(args: &Args, note: &mut String) -> Result<Source> {
     let path = PathBuf::from(&args.dataset);
     let Some(schema_path) = &args.schema else {
         bail!(
@@ -225,6 +237,21 @@ fn source(args: &Args, note: &mut String) -> Result<Source> {
     })
 }
 
+/// The ε levels: `--epsilon`, or the paper's grid for the dataset (§5.1: 0.1 … 1.9 on synthetic
+/// data; 0.3 … 3 on the real datasets).
+fn epsilons(args: &Args, name: &str) -> Vec<f64> {
+    if !args.epsilon.is_empty() {
+        args.epsilon.clone()
+    } else if name == "synthetic" {
+        (0..10)
+            .map(|i| 0.1 + 0.2 * i as f64)
+            .map(|e| (e * 10.0).round() / 10.0)
+            .collect()
+    } else {
+        vec![0.3, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
+    }
+}
+
 /// Runs `simulate`.
 pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
     let mut note = String::new();
@@ -238,16 +265,7 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
         Some((schema, MapMode::Paper)) => args.learner.lambda.for_paper_map(&schema),
         _ => args.learner.lambda,
     };
-    let epsilons = if !args.epsilon.is_empty() {
-        args.epsilon.clone()
-    } else if name == "synthetic" {
-        (0..10)
-            .map(|i| 0.1 + 0.2 * i as f64)
-            .map(|e| (e * 10.0).round() / 10.0)
-            .collect()
-    } else {
-        vec![0.3, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
-    };
+    let epsilons = epsilons(&args, &name);
     let config = SimulationConfig {
         dataset: name.clone(),
         source,

@@ -13,13 +13,13 @@
 use crate::run::config::{LearnerRequest, RunConfig, Security, TestSet};
 use crate::run::fetch::{Client, NodeOutcome, fetch_all, max_reply_bytes};
 use crate::run::report::{FinalView, NodeReport, Report, split_warnings};
-use crate::run::screen::screen;
+use crate::run::screen::{Accepted, screen};
 use crate::run::synthetic::train_on_synthetic;
 use crate::run::trust::Trust;
 use crate::run::validate::Context as Check;
 use anyhow::{Context, Result, bail};
 use dpagg_shared::aggregate::MirrorAveraging;
-use dpagg_shared::aggregate::select::{Candidate, SelectionConfig, choose_final};
+use dpagg_shared::aggregate::select::{Candidate, FinalModel, SelectionConfig, choose_final};
 use dpagg_shared::data::csv::load_csv;
 use dpagg_shared::data::partition::proportional_split;
 use dpagg_shared::data::schema::Schema;
@@ -110,6 +110,52 @@ fn log_exclusions(outcomes: &[NodeOutcome]) {
     }
 }
 
+/// Fails, naming every exclusion, when fewer than `min` valid learners remain.
+fn enough_learners(outcomes: &[NodeOutcome], accepted: usize, min: usize) -> Result<()> {
+    if accepted >= min {
+        return Ok(());
+    }
+    let reasons: Vec<String> = outcomes
+        .iter()
+        .filter_map(|o| {
+            o.result
+                .as_ref()
+                .err()
+                .map(|e| format!("{}: {e}", o.endpoint))
+        })
+        .collect();
+    let why = if reasons.is_empty() {
+        "every node gave a valid learner: add nodes or lower min_learners".to_owned()
+    } else {
+        reasons.join("; ")
+    };
+    bail!(
+        "only {accepted} of {} node(s) gave a valid learner, {min} needed ({why})",
+        outcomes.len(),
+    );
+}
+
+/// Every node's line of the report: what it served, and for the accepted ones their release,
+/// signature and mixing weights.
+fn node_reports(
+    outcomes: &[NodeOutcome],
+    accepted: &[Accepted],
+    fin: &FinalModel,
+    test: &Dataset,
+) -> Vec<NodeReport> {
+    let mut nodes: Vec<NodeReport> = outcomes.iter().map(NodeReport::from_outcome).collect();
+    for (k, a) in accepted.iter().enumerate() {
+        let node = &mut nodes[a.index];
+        node.describe_release(&a.learner, test);
+        node.signature = a.signature.clone();
+        node.release_protobuf = Some(a.served.clone());
+        node.certificate_identity = a.certificate_identity.clone();
+        node.mixing_weight = Some(fin.mixing_weights[k]);
+        node.mixing_weight_with_own = Some(fin.mixing_weights_with_own[k]);
+    }
+    nodes
+}
+
 /// Runs the whole protocol and returns the report (nothing is written).
 pub async fn execute(config: &RunConfig) -> Result<Report> {
     let own = own_data(config)?;
@@ -124,28 +170,7 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
     };
     let accepted = screen(&mut outcomes, &check, &Trust::new(&config.security));
     log_exclusions(&outcomes);
-    if accepted.len() < config.accept.min_learners {
-        let reasons: Vec<String> = outcomes
-            .iter()
-            .filter_map(|o| {
-                o.result
-                    .as_ref()
-                    .err()
-                    .map(|e| format!("{}: {e}", o.endpoint))
-            })
-            .collect();
-        let why = if reasons.is_empty() {
-            "every node gave a valid learner: add nodes or lower min_learners".to_owned()
-        } else {
-            reasons.join("; ")
-        };
-        bail!(
-            "only {} of {} node(s) gave a valid learner, {} needed ({why})",
-            accepted.len(),
-            outcomes.len(),
-            config.accept.min_learners,
-        );
-    }
+    enough_learners(&outcomes, accepted.len(), config.accept.min_learners)?;
     MirrorAveraging::new(config.beta)?.warn_if_uncovered();
     let experts: Vec<LinearClassifier> = accepted
         .iter()
@@ -159,20 +184,9 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
     let fin = choose_final(&experts, &own.train, &selection)
         .context("cannot build the final model on the aggregator's own training rows")?;
     let warnings = split_warnings(&own.train, &own.test);
-    for w in &warnings {
-        tracing::info!("{w}");
-    }
+    warnings.iter().for_each(|w| tracing::info!("{w}"));
 
-    let mut nodes: Vec<NodeReport> = outcomes.iter().map(NodeReport::from_outcome).collect();
-    for (k, a) in accepted.iter().enumerate() {
-        let node = &mut nodes[a.index];
-        node.describe_release(&a.learner, &own.test);
-        node.signature = a.signature.clone();
-        node.release_protobuf = Some(a.served.clone());
-        node.certificate_identity = a.certificate_identity.clone();
-        node.mixing_weight = Some(fin.mixing_weights[k]);
-        node.mixing_weight_with_own = Some(fin.mixing_weights_with_own[k]);
-    }
+    let nodes = node_reports(&outcomes, &accepted, &fin, &own.test);
     let accuracy = |c: Candidate| fin.model(c).accuracy(&own.test);
     let synthetic = match &config.synthetic {
         None => None,

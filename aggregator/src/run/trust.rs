@@ -253,6 +253,47 @@ pub struct Verified {
     pub report_signed_by: String,
 }
 
+/// Checks one included node of a report (`place` names it in errors): its served release is
+/// signed by the organisation it names, and the report's copy of its metadata matches.
+fn verify_node(
+    node: &serde_json::Value,
+    place: &str,
+    keys: &Path,
+) -> Result<(String, String), String> {
+    let at = |what: &str| format!("{place}: {what}");
+    let org = node["organisation_id"]
+        .as_str()
+        .ok_or_else(|| at("no organisation_id"))?;
+    let bytes = node["release_protobuf"]
+        .as_str()
+        .and_then(unhex)
+        .ok_or_else(|| at("no release_protobuf (an unsigned, plain-text run?)"))?;
+    let learner = pb::PrivateLearner::decode(bytes.as_slice())
+        .map_err(|e| at(&format!("release_protobuf does not decode ({e})")))?;
+    let key_file = key_path(keys, org).map_err(|e| at(&e))?;
+    let key = VerifyingKey::load(&key_file).map_err(|e| at(&e.to_string()))?;
+    key.verify(org, &learner)
+        .map_err(|e| at(&format!("the release of {org:?}: {e}")))?;
+    let m = learner.metadata.as_ref().ok_or_else(|| at("no metadata"))?;
+    // The report records node text cleaned (crate::run::report), so compare it that way.
+    let release_id = clean(&m.release_id, MAX_RELEASE_ID);
+    let recorded = [
+        ("release_id", node["release_id"] == release_id.as_str()),
+        (
+            "mechanism",
+            node["mechanism"] == clean(&m.mechanism, MAX_MECHANISM).as_str(),
+        ),
+        ("epsilon", node["epsilon"].as_f64() == Some(m.epsilon)),
+        ("delta", node["delta"].as_f64() == Some(m.delta)),
+    ];
+    if let Some((field, _)) = recorded.iter().find(|(_, same)| !same) {
+        return Err(at(&format!(
+            "`{field}` differs from the signed release of {org:?}"
+        )));
+    }
+    Ok((org.to_owned(), release_id))
+}
+
 /// Verifies a `report.json` offline with the trusted keys in `keys` (`<organisation>.pub`);
 /// with `signer`, the report must be signed by that organisation (any trusted member's signature
 /// is not enough).
@@ -266,41 +307,9 @@ pub fn verify_report(path: &Path, keys: &Path, signer: Option<&str>) -> Result<V
         .as_array()
         .ok_or_else(|| format!("{origin}: no `nodes` list"))?;
     for (i, node) in nodes.iter().enumerate() {
-        if node["status"] != "included" {
-            continue;
+        if node["status"] == "included" {
+            releases.push(verify_node(node, &format!("{origin}: nodes[{i}]"), keys)?);
         }
-        let at = |what: &str| format!("{origin}: nodes[{i}]: {what}");
-        let org = node["organisation_id"]
-            .as_str()
-            .ok_or_else(|| at("no organisation_id"))?;
-        let bytes = node["release_protobuf"]
-            .as_str()
-            .and_then(unhex)
-            .ok_or_else(|| at("no release_protobuf (an unsigned, plain-text run?)"))?;
-        let learner = pb::PrivateLearner::decode(bytes.as_slice())
-            .map_err(|e| at(&format!("release_protobuf does not decode ({e})")))?;
-        let key_file = key_path(keys, org).map_err(|e| at(&e))?;
-        let key = VerifyingKey::load(&key_file).map_err(|e| at(&e.to_string()))?;
-        key.verify(org, &learner)
-            .map_err(|e| at(&format!("the release of {org:?}: {e}")))?;
-        let m = learner.metadata.as_ref().ok_or_else(|| at("no metadata"))?;
-        // The report records node text cleaned (crate::run::report), so compare it that way.
-        let release_id = clean(&m.release_id, MAX_RELEASE_ID);
-        let recorded = [
-            ("release_id", node["release_id"] == release_id.as_str()),
-            (
-                "mechanism",
-                node["mechanism"] == clean(&m.mechanism, MAX_MECHANISM).as_str(),
-            ),
-            ("epsilon", node["epsilon"].as_f64() == Some(m.epsilon)),
-            ("delta", node["delta"].as_f64() == Some(m.delta)),
-        ];
-        if let Some((field, _)) = recorded.iter().find(|(_, same)| !same) {
-            return Err(at(&format!(
-                "`{field}` differs from the signed release of {org:?}"
-            )));
-        }
-        releases.push((org.to_owned(), release_id));
     }
     releases.extend(verify_synthetic(&report, &origin.to_string(), keys)?);
     let signature: SignatureView = serde_json::from_value(report["signature"].clone())

@@ -1,0 +1,121 @@
+//! The resolved configuration of `dpagg-aggregator run`: what [`super::Settings::resolve`] makes
+//! of the layered settings once every value is checked.
+
+use crate::run::synthetic::SyntheticRequest;
+use dpagg_shared::privacy::mechanism::LearnerSpec;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Which release to ask each node for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LearnerRequest {
+    /// The node's newest release.
+    Latest,
+    /// The newest release for exactly this spec (published on request if `publish`).
+    Spec {
+        /// What to ask for.
+        spec: LearnerSpec,
+        /// Ask the node to publish it when it has none.
+        publish: bool,
+    },
+}
+
+/// What a learner must satisfy to be aggregated.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Acceptance {
+    /// Largest ε accepted.
+    pub max_epsilon: f64,
+    /// Largest δ accepted.
+    pub max_delta: f64,
+    /// Refuse learners trained under another schema.
+    pub schema_must_match: bool,
+    /// Accept seeded releases.
+    pub allow_seeded: bool,
+    /// Accept releases whose guarantee is not proven.
+    pub allow_unproven: bool,
+    /// Fewest valid learners for a run to succeed.
+    pub min_learners: usize,
+}
+
+/// How nodes are contacted.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Network {
+    /// To connect and finish the handshake.
+    pub connect_timeout: Duration,
+    /// Per attempt and node.
+    pub timeout: Duration,
+    /// Further attempts after an unreachable/timeout failure.
+    pub retries: u32,
+    /// First wait between attempts (doubled each time).
+    pub backoff: Duration,
+    /// Nodes contacted at once.
+    pub concurrency: usize,
+}
+
+/// Where the test set comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TestSet {
+    /// A stratified fraction of the own data.
+    Fraction(f64),
+    /// A separate file.
+    File(PathBuf),
+}
+
+/// How the aggregator authenticates nodes and their learners.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Security {
+    /// Mutual TLS with this identity folder; every learner must carry a valid signature by the
+    /// key in `signing_keys/<organisation>.pub`.
+    Tls {
+        /// The aggregator's identity folder.
+        identity: PathBuf,
+        /// The trusted public signing keys.
+        signing_keys: PathBuf,
+    },
+    /// Plain text; signatures are checked where a key is known, unsigned learners accepted.
+    Insecure {
+        /// The trusted public signing keys, if any.
+        signing_keys: Option<PathBuf>,
+    },
+}
+
+impl Security {
+    /// The folder of trusted public signing keys, if any.
+    pub fn signing_keys(&self) -> Option<&Path> {
+        match self {
+            Self::Tls { signing_keys, .. } => Some(signing_keys),
+            Self::Insecure { signing_keys } => signing_keys.as_deref(),
+        }
+    }
+}
+
+/// The resolved configuration of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunConfig {
+    /// Own data.
+    pub data: PathBuf,
+    /// Public schema.
+    pub schema: PathBuf,
+    /// Node endpoints (URLs).
+    pub nodes: Vec<String>,
+    /// Output folder.
+    pub out: PathBuf,
+    /// Where to write the run's figures as a Prometheus textfile, if anywhere.
+    pub metrics_textfile: Option<PathBuf>,
+    /// TLS and signatures, or plain text.
+    pub security: Security,
+    /// The release to ask for.
+    pub request: LearnerRequest,
+    /// Acceptance policy.
+    pub accept: Acceptance,
+    /// Network behaviour.
+    pub network: Network,
+    /// β.
+    pub beta: f64,
+    /// Seed of the aggregator's own randomness.
+    pub seed: u64,
+    /// Test set.
+    pub test: TestSet,
+    /// `--train-on synthetic`: the synthetic data to ask for.
+    pub synthetic: Option<SyntheticRequest>,
+}
