@@ -186,6 +186,7 @@ fn learners_write_their_tables_splits_and_figures_reproducibly() {
         "learners_trials.csv",
         "splits.csv",
         "synthetic.csv",
+        "clinic.csv",
     ] {
         assert_eq!(
             read(&a, name),
@@ -194,19 +195,23 @@ fn learners_write_their_tables_splits_and_figures_reproducibly() {
         );
     }
     let splits = String::from_utf8(read(&a, "splits.csv")).expect("utf8");
-    // Three datasets × two sizes × two trials, each line train and test row indices.
-    assert_eq!(splits.lines().count(), 1 + 3 * 2 * 2);
+    // Three datasets × two sizes × two trials, and the clinic at one hospital's size × two
+    // trials, each line train and test row indices.
+    assert_eq!(splits.lines().count(), 1 + 3 * 2 * 2 + 2);
     assert!(splits.starts_with("dataset,size,trial,peer_seed,train,test"));
     let synthetic = String::from_utf8(read(&a, "synthetic.csv")).expect("utf8");
     assert_eq!(synthetic.lines().count(), 1 + 5000 + 1000);
+    let clinic = String::from_utf8(read(&a, "clinic.csv")).expect("utf8");
+    assert_eq!(clinic.lines().count(), 1 + 18_000 + 5_000);
     let trials = String::from_utf8(read(&a, "learners_trials.csv")).expect("utf8");
-    // 3 datasets × 2 sizes × 2 trials × 8 learners × 2 ε.
-    assert_eq!(trials.lines().count(), 1 + 3 * 2 * 2 * 8 * 2);
+    // (3 datasets × 2 sizes + the clinic's one) × 2 trials × 8 learners × 2 ε.
+    assert_eq!(trials.lines().count(), 1 + (3 * 2 + 1) * 2 * 8 * 2);
     assert!(!trials.contains("refused"), "{trials}");
     let md = String::from_utf8(read(&a, "learners.md")).expect("utf8");
     for needle in [
         "**diabetes, all (600 training rows)**",
         "**breast-cancer, org (40 training rows)**",
+        "**clinic, org (2000 training rows)**",
         "| objective perturbation (default), ε-DP |",
         "| paper setup: Algorithm 2, λ = 0.01, paper map |",
         "| Langevin chain (noisy GD, proven), (ε, δ) |",
