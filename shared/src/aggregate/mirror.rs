@@ -129,6 +129,36 @@ impl MirrorAveraging {
         Ok((lambda_sum.into_iter().map(|v| v / n).collect(), cumulative))
     }
 
+    /// The mixing weights λ (eq. 15–16) from losses computed elsewhere: `losses` holds, row by
+    /// row in visiting order, the loss of each of the `m` experts on that row. This is the
+    /// entry for experts whose loss on a row is not ⟨θ, x⟩'s — e.g. a cross-fitted model,
+    /// scored on each row by a fit that did not see it.
+    pub fn mixing_weights_from_losses(
+        &self,
+        losses: &[f64],
+        m: usize,
+    ) -> Result<Vec<f64>, AggregateError> {
+        if m == 0 {
+            return Err(AggregateError::NoExperts);
+        }
+        if losses.is_empty() || !losses.len().is_multiple_of(m) {
+            return Err(AggregateError::EmptyData);
+        }
+        let mut cumulative = vec![0.0; m];
+        let mut sums = losses.to_vec();
+        for row in sums.chunks_mut(m) {
+            for (s, l) in cumulative.iter_mut().zip(row.iter_mut()) {
+                *s += *l;
+                *l = *s;
+            }
+        }
+        let n = (losses.len() / m) as f64;
+        Ok(softmax_sums(&sums, m, self.beta)
+            .into_iter()
+            .map(|v| v / n)
+            .collect())
+    }
+
     /// Eq. 17: the aggregated linear model Σ_m λ_m θ_m, with the weights λ and each expert's
     /// total loss on `data` (visited in a random order drawn from `rng`).
     pub fn aggregate<E: AsRef<[f64]>, R: Rng + ?Sized>(

@@ -35,6 +35,7 @@
 //! the own training rows, so that joining never leaves the aggregator worse off than its own
 //! data alone.
 
+pub mod calibrate;
 pub mod combiner;
 mod comparators;
 mod mirror;

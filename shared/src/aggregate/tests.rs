@@ -176,3 +176,40 @@ fn comparators() {
     let d = Dataset::new(vec![0.9, 0.1, -0.8, 0.0], vec![1.0, -1.0], 2);
     assert_eq!(best_single(&experts, &d).expect("ok"), 0);
 }
+
+/// Eq. 15–16 from precomputed losses agree with the direct transcription.
+#[test]
+fn weights_from_losses_match_the_reference() {
+    let d = generate(
+        &SyntheticSpec {
+            train: 300,
+            ..SyntheticSpec::default()
+        },
+        &mut derived_rng(77, &[]),
+    );
+    let mut rng = derived_rng(78, &[]);
+    let experts: Vec<Vec<f64>> = (0..7)
+        .map(|k| {
+            d.normal
+                .iter()
+                .map(|w| w * (k as f64 / 3.0) + rand::RngExt::random_range(&mut rng, -0.5..0.5))
+                .collect()
+        })
+        .collect();
+    let order: Vec<usize> = (0..d.train.len()).rev().collect();
+    let losses: Vec<f64> = order
+        .iter()
+        .flat_map(|&t| {
+            let (x, y) = (d.train.row(t), d.train.label(t));
+            experts.iter().map(move |e| logistic_loss(dot(e, x), y))
+        })
+        .collect();
+    let got = MirrorAveraging::new(3.0)
+        .expect("beta")
+        .mixing_weights_from_losses(&losses, experts.len())
+        .expect("weights");
+    let want = reference_weights(&experts, &d.train, &order, 3.0);
+    for (a, b) in got.iter().zip(&want) {
+        assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+    }
+}

@@ -116,8 +116,8 @@ pub(super) struct LearnersArgs {
 pub(super) struct UtilityArgs {
     #[command(flatten)]
     pub(super) sweep: LearnersArgs,
-    /// The final model's selection threshold z (a candidate must beat local by z standard
-    /// errors in cross-validation) [default: the aggregator's].
+    /// The final model's accuracy threshold z: a candidate must beat local in
+    /// cross-validation by z standard errors of its accuracy gain [default: the aggregator's].
     #[arg(long)]
     pub(super) select_z: Option<f64>,
     /// Your own CSV instead of the built-in scenarios: would joining pay for these rows? (needs

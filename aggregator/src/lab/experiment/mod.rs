@@ -35,7 +35,8 @@
 //! - [`variants`]: the variants of `experiment variants` and their run.
 //! - [`learners`]: `experiment learners`, its learners and outputs; [`learner_data`]: its
 //!   datasets, per-trial splits and the files peers read.
-//! - [`utility`]: `experiment utility`, its scenarios, runs and outputs.
+//! - [`utility`]: `experiment utility`, its runs and outputs; [`scenarios`]: its scenarios
+//!   and per-trial splits (shared with `synthetic`).
 //! - [`synthetic`]: `experiment synthetic`, on `utility`'s splits.
 //! - [`tables`]: `paper_vs_ours.csv`, Table 2 and the Markdown table of the variants.
 //! - [`figures`]: runs → per-ε rows, fixed-precision CSV text and figure panels; the paper's
@@ -57,6 +58,7 @@ mod node_learner;
 mod own_data;
 mod paper;
 mod plot;
+mod scenarios;
 mod setups;
 mod synthetic;
 mod tables;

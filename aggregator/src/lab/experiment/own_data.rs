@@ -14,7 +14,7 @@
 //! each organisation and of the test set, 0-based in file order) for peers such as
 //! `tests/peers/sklearn_local.py` to train on exactly the same rows.
 
-use super::utility::Split;
+use super::scenarios::Split;
 use anyhow::{Context, Result, bail};
 use dpagg_shared::data::csv::load_csv;
 use dpagg_shared::data::dataset::Dataset;

@@ -196,7 +196,7 @@ impl Scenario {
             );
             return Ok(Self {
                 index,
-                source: Source::Real(b, numbers),
+                source: Source::Real(b, numbers, None),
                 schema,
                 real: Some((data, raw)),
             });

@@ -20,11 +20,11 @@ fn real_rows_are_taken_by_the_same_numbers() {
     let sc = Scenario::of("breast-cancer", 1).expect("scenario");
     let rows = sc.rows(1, 0).expect("rows");
     let (data, _) = Bundled::BreastCancer.load();
-    let Source::Real(b, _) = &sc.source else {
+    let Source::Real(b, _, _) = &sc.source else {
         panic!("real source");
     };
     // utility's own split of the normalised rows, on the same seed path.
-    let split = Source::Real(*b, data)
+    let split = Source::Real(*b, data, None)
         .split(1, &[SPLIT, sc.index, 0])
         .expect("split");
     assert_eq!(rows.own.features(), split.own.features());

@@ -1,13 +1,8 @@
 //! `experiment utility`: is an organisation better off joining than alone? (issue 12)
 //!
-//! Four scenarios, each trial with fresh splits, data and noise:
-//! - **diabetes**, **breast-cancer**: the paper's splits (a class-stratified test set of 168 /
-//!   169 rows, the other rows dealt over 10 organisations of 60 / 40 rows) under the schema's
-//!   ball map; organisation 1 aggregates, the other 9 are nodes.
-//! - **synthetic**: seed 001 §5.1 (5,000 training points over 100 organisations of 50, 1,000
-//!   test points); organisation 1 aggregates, 99 nodes.
-//! - **clinic**: [`dpagg_shared::data::clinic`] — an aggregator of 100 rows, 9 hospitals of
-//!   2,000, a test set of 5,000, d = 20.
+//! Five scenarios ([`super::scenarios`]), each trial with fresh splits, data and noise: the
+//! paper's Diabetes and Breast Cancer splits, its synthetic data, the clinic, and Diabetes
+//! dealt over 30 organisations (an aggregator with 20 own rows).
 //!
 //! Every node releases objective perturbation (the default: ε-DP, λ = auto) at ε, or the
 //! mechanism of `--mechanism` (with `--delta`; e.g. `langevin`). The aggregator
@@ -27,26 +22,18 @@ use super::harness::{create_out, progress_bar, write, write_figure};
 use super::node_learner::NodeLearner;
 use super::own_data::{Layout, OwnData};
 use super::plot::{Line, Mark, PALETTE, Panel, Series, Shape};
-use anyhow::{Context, Result, anyhow};
+pub(super) use super::scenarios::{NOISE, SCENARIOS, SELECT, SPLIT, Source};
+use anyhow::{Result, anyhow};
 use dpagg_shared::aggregate::select::{Candidate, SelectionConfig, choose_final, tuned_logistic};
 use dpagg_shared::cli::Out;
-use dpagg_shared::data::bundled::Bundled;
-use dpagg_shared::data::clinic::{
-    CLINIC_HOSPITAL_ROWS, CLINIC_HOSPITALS, CLINIC_OWN_ROWS, CLINIC_TEST_ROWS, clinic_rows,
-};
 use dpagg_shared::data::dataset::Dataset;
-use dpagg_shared::data::partition::{equal_partition, stratified_split};
-use dpagg_shared::data::synthetic::{SyntheticData, SyntheticSpec, generate};
 use dpagg_shared::learn::classifier::LinearClassifier;
-use dpagg_shared::privacy::noise::{derive_seed, derived_rng};
+use dpagg_shared::privacy::noise::derive_seed;
 use dpagg_shared::util::stats::Summary;
 use rayon::prelude::*;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::Instant;
-
-/// The scenarios, in table order.
-pub(super) const SCENARIOS: [&str; 4] = ["diabetes", "breast-cancer", "synthetic", "clinic"];
 
 /// The columns of a run, in table order.
 const COLUMNS: [&str; 8] = [
@@ -59,72 +46,6 @@ const COLUMNS: [&str; 8] = [
     "trusted curator",
     "centralised",
 ];
-
-/// Seed-path purposes.
-pub(super) const SPLIT: u64 = 20;
-pub(super) const NOISE: u64 = 21;
-pub(super) const SELECT: u64 = 22;
-
-/// One trial's rows.
-pub(super) struct Split {
-    pub(super) own: Dataset,
-    pub(super) nodes: Vec<Dataset>,
-    pub(super) test: Dataset,
-}
-
-/// The data a scenario draws its trials from.
-pub(super) enum Source {
-    Real(Bundled, Dataset),
-    Synthetic(SyntheticData),
-    Clinic,
-    /// A user's CSV (`--dataset`, `--schema`).
-    Csv(OwnData),
-}
-
-impl Source {
-    pub(super) fn of(name: &str, seed: u64) -> Result<Self> {
-        Ok(match name {
-            "diabetes" => Self::Real(Bundled::Diabetes, Bundled::Diabetes.load().0),
-            "breast-cancer" => Self::Real(Bundled::BreastCancer, Bundled::BreastCancer.load().0),
-            "synthetic" => Self::Synthetic(generate(
-                &SyntheticSpec::default(),
-                &mut derived_rng(seed, &[SPLIT]),
-            )),
-            "clinic" => Self::Clinic,
-            other => return Err(anyhow!("unknown scenario {other}")),
-        })
-    }
-
-    /// Trial `trial`'s split; organisation 1 aggregates.
-    pub(super) fn split(&self, seed: u64, path: &[u64]) -> Result<Split> {
-        let mut rng = derived_rng(seed, path);
-        let (test, parts) = match self {
-            Self::Real(b, data) => {
-                let s = b.paper_split();
-                let (test, train) =
-                    stratified_split(data, s.test_positive, s.test_negative, &mut rng)?;
-                let parts = equal_partition(&train, s.orgs, &mut rng)?;
-                (test, parts)
-            }
-            Self::Synthetic(d) => (d.test.clone(), equal_partition(&d.train, 100, &mut rng)?),
-            Self::Csv(own) => return own.split(seed, path),
-            Self::Clinic => {
-                let mut parts = vec![clinic_rows(CLINIC_OWN_ROWS, &mut rng)];
-                parts.extend(
-                    (0..CLINIC_HOSPITALS).map(|_| clinic_rows(CLINIC_HOSPITAL_ROWS, &mut rng)),
-                );
-                (clinic_rows(CLINIC_TEST_ROWS, &mut rng), parts)
-            }
-        };
-        let mut parts = parts.into_iter();
-        let own = parts.next().context("no organisation")?;
-        Ok(Split {
-            own,
-            nodes: parts.collect(),
-            test,
-        })
-    }
-}
 
 /// One (scenario, ε, trial): the accuracy of every column and the candidate chosen.
 struct Run {
@@ -184,7 +105,7 @@ fn trial(
         let defaults = SelectionConfig::default();
         let config = SelectionConfig {
             seed: derive_seed(seed, &[SELECT, s, t, e as u64]),
-            z: args.select_z.unwrap_or(defaults.z),
+            z_accuracy: args.select_z.unwrap_or(defaults.z_accuracy),
             ..defaults
         };
         let fin = choose_final(&experts, &split.own, &config)?;
@@ -472,6 +393,17 @@ fn markdown(cells: &[Cell], trials: usize, learner: &str, own_data: bool) -> Str
         s.push_str(&own_data_answer(cells));
         return s;
     }
+    must_shows(&mut s, cells);
+    s
+}
+
+/// The must-shows of issues 12 and 22, one line each (CI greps for "yes"): the final model
+/// is never worse than tuned local on average in any cell (issue 22's "≥ 0", not met yet, is
+/// printed beside issue 12's "≥ −1", which CI checks); in the clinic at ε = 1 it gains at least
+/// 4 points and is within 1.5 of centralised; on synthetic data at ε = 5 it gains at least 3.
+fn must_shows(s: &mut String, cells: &[Cell]) {
+    let yes = |ok: bool| if ok { "yes" } else { "NO" };
+    let gain = |c: &Cell| 100.0 * c.final_minus_local.mean;
     let worst = cells.iter().min_by(|a, b| {
         a.final_minus_local
             .mean
@@ -480,39 +412,37 @@ fn markdown(cells: &[Cell], trials: usize, learner: &str, own_data: bool) -> Str
     if let Some(w) = worst {
         let _ = writeln!(
             s,
-            "\nworst final − local: {:+.2} points ({} at ε = {}); must be ≥ −1: {}",
-            100.0 * w.final_minus_local.mean,
+            "\nworst final − local: {:+.2} points ({} at ε = {}); must be ≥ 0: {} (issue 22); must be ≥ −1: {}",
+            gain(w),
             w.scenario,
             eps(w.epsilon),
-            if w.final_minus_local.mean >= -0.01 {
-                "yes"
-            } else {
-                "NO"
-            }
+            yes(w.final_minus_local.mean >= -1e-12),
+            yes(w.final_minus_local.mean >= -0.01)
         );
     }
-    if let Some(c) = cells
-        .iter()
-        .find(|c| c.scenario == "clinic" && c.epsilon == 1.0)
-    {
+    let cell = |name: &str, epsilon: f64| {
+        cells
+            .iter()
+            .find(|c| c.scenario == name && c.epsilon == epsilon)
+    };
+    if let Some(c) = cell("clinic", 1.0) {
         let _ = writeln!(
             s,
             "clinic at ε = 1: final − local {:+.2} points (must be ≥ +4: {}), final − centralised {:+.2} points (must be ≥ −1.5: {})",
-            100.0 * c.final_minus_local.mean,
-            if c.final_minus_local.mean >= 0.04 {
-                "yes"
-            } else {
-                "NO"
-            },
+            gain(c),
+            yes(c.final_minus_local.mean >= 0.04),
             100.0 * c.final_minus_centralised.mean,
-            if c.final_minus_centralised.mean >= -0.015 {
-                "yes"
-            } else {
-                "NO"
-            },
+            yes(c.final_minus_centralised.mean >= -0.015),
         );
     }
-    s
+    if let Some(c) = cell("synthetic", 5.0) {
+        let _ = writeln!(
+            s,
+            "synthetic at ε = 5: final − local {:+.2} points (must be ≥ +3: {})",
+            gain(c),
+            yes(c.final_minus_local.mean >= 0.03),
+        );
+    }
 }
 
 /// The answer to "would joining pay for my data?" in words, from the paired final − local

@@ -215,6 +215,9 @@ pub struct FinalView {
     pub local_lambda: f64,
     /// λ of the stacker (cross-validated).
     pub stacking_lambda: f64,
+    /// How sure the choice is, in one sentence: the cross-validated gain of the best
+    /// candidate over local, and whether it cleared the selection's threshold.
+    pub evidence: String,
     /// Every candidate.
     pub candidates: Vec<CandidateView>,
     /// The chosen model's weights (one per schema column, intercept last).
@@ -235,6 +238,7 @@ impl FinalView {
             gain_ci95: [lo, hi],
             local_lambda: fin.local_lambda,
             stacking_lambda: fin.stacking_lambda,
+            evidence: evidence(fin),
             candidates: fin
                 .cv
                 .iter()
@@ -256,20 +260,56 @@ impl FinalView {
         let points = |x: f64| format!("{:+.1}", 100.0 * x);
         if self.chosen == Candidate::Local.name() {
             format!(
-                "final model: the local model, {:.3} — the others' learners did not beat it in cross-validation on own data, so joining changes nothing here",
-                self.test_accuracy
+                "final model: the local model, {:.3} — {}",
+                self.test_accuracy, self.evidence
             )
         } else {
             format!(
-                "final model ({}): {:.3} vs tuned local {:.3}: {} points (95 % interval {} to {})",
+                "final model ({}): {:.3} vs tuned local {:.3}: {} points (95 % interval {} to {}) — {}",
                 self.chosen,
                 self.test_accuracy,
                 self.test_accuracy - self.gain_over_local,
                 points(self.gain_over_local),
                 points(self.gain_ci95[0]),
-                points(self.gain_ci95[1])
+                points(self.gain_ci95[1]),
+                self.evidence
             )
         }
+    }
+}
+
+/// The selection's evidence in words (see [`FinalView::evidence`]).
+fn evidence(fin: &FinalModel) -> String {
+    let points = |x: f64| format!("{:.1}", 100.0 * x);
+    let rule = format!(
+        "a candidate needs a gain above {} standard errors in accuracy and {} in calibrated log-loss",
+        fin.config.z_accuracy, fin.config.z_loss
+    );
+    let best = fin
+        .cv
+        .iter()
+        .filter(|e| e.candidate != Candidate::Local)
+        .max_by(|a, b| a.gain.total_cmp(&b.gain));
+    let chosen = fin.cv.iter().find(|e| e.candidate == fin.chosen);
+    match (best, chosen) {
+        (_, Some(e)) if fin.chosen != Candidate::Local => format!(
+            "in cross-validation on {} own rows {} gained {} ± {} points over your own model ({rule})",
+            fin.rows,
+            e.candidate.name(),
+            points(e.gain),
+            points(e.gain_se),
+        ),
+        (Some(e), _) if e.gain > 0.0 => format!(
+            "the others' learners may help by about {} points ({}, ± {} in cross-validation), but that is not enough evidence on {} own rows ({rule}), so the final model is your own",
+            points(e.gain),
+            e.candidate.name(),
+            points(e.gain_se),
+            fin.rows,
+        ),
+        _ => format!(
+            "the others' learners did not beat your own model in cross-validation on {} own rows, so the final model is your own: joining changes nothing here",
+            fin.rows
+        ),
     }
 }
 

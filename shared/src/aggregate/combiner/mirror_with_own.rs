@@ -1,14 +1,28 @@
 //! Mirror averaging (seed 001 eq. 17) with the aggregator's own model as one more expert:
 //! never much worse than the better of the two on the own rows (eq. 20's oracle inequality).
+//!
+//! **Cross-fitted.** Eq. 15 weights each expert by its losses on the rows. The others' learners
+//! never saw the aggregator's rows, but the own model was fitted on them, so its in-sample
+//! losses flatter it and it takes weight it has not earned. Here the own expert's loss on each
+//! row comes from a model fitted on the other [`CROSS_FOLDS`] − 1 folds (stratified, drawn from
+//! the fold's randomness), so every expert is scored on rows it did not see; the aggregate
+//! then mixes the own model fitted on all rows with the weights so earned.
 
-use super::{Combined, Combiner, Inputs};
+use super::{Combined, Combiner, Inputs, Tuning};
 use crate::aggregate::MirrorAveraging;
-use crate::aggregate::select::SelectError;
+use crate::aggregate::comparators::combine;
+use crate::aggregate::select::{SelectError, fit_on_path, stratified_folds};
+use crate::data::dataset::Dataset;
 use crate::learn::classifier::LinearClassifier;
+use crate::learn::logistic::logistic_loss;
 use rand::rngs::ChaCha20Rng;
+use rand::seq::SliceRandom;
 
 /// The registry's entry.
 pub const REGISTERED: &dyn Combiner = &MirrorWithOwn;
+
+/// Folds of the own model's cross-fitting.
+pub const CROSS_FOLDS: usize = 5;
 
 /// Eq. 17 over the others' learners and the local model (the last expert).
 #[derive(Debug, Clone, Copy)]
@@ -20,18 +34,61 @@ impl Combiner for MirrorWithOwn {
     }
 
     fn definition(&self) -> &'static str {
-        "the same with the local model as one more expert"
+        "the same with the local model as one more expert, weighted by its cross-fitted losses (each row scored by a fit that did not see it)"
+    }
+
+    fn tune(&self, tuning: &Tuning<'_>) -> Result<Option<f64>, SelectError> {
+        Ok(Some(tuning.local_lambda))
     }
 
     fn fit(
         &self,
         inputs: &Inputs<'_>,
-        _tuned: Option<f64>,
+        tuned: Option<f64>,
         rng: &mut ChaCha20Rng,
     ) -> Result<Combined, SelectError> {
+        let lambda = tuned.expect("the local λ is passed as the tuned value");
+        let own_margins = cross_fitted_margins(inputs.data, lambda, rng)?;
+        let mut order: Vec<usize> = (0..inputs.data.len()).collect();
+        order.shuffle(rng);
+        let m = inputs.experts.len() + 1;
+        let mut losses = Vec::with_capacity(order.len() * m);
+        for &t in &order {
+            let (x, y) = (inputs.data.row(t), inputs.data.label(t));
+            losses.extend(inputs.experts.iter().map(|e| logistic_loss(e.margin(x), y)));
+            losses.push(logistic_loss(own_margins[t], y));
+        }
+        let mirror = MirrorAveraging::new(inputs.beta)?;
+        let mixing_weights = mirror.mixing_weights_from_losses(&losses, m)?;
         let mut with_own: Vec<LinearClassifier> = inputs.experts.to_vec();
         with_own.push(inputs.own.clone());
-        let mirror = MirrorAveraging::new(inputs.beta)?;
-        Ok(mirror.aggregate(&with_own, inputs.data, rng)?.into())
+        Ok(Combined {
+            classifier: combine(&with_own, &mixing_weights),
+            mixing_weights,
+        })
     }
+}
+
+/// The own model's margin on each row of `data`, from a fit at `lambda` on the other folds.
+/// With too few rows for [`CROSS_FOLDS`] folds, as many folds as there are row pairs (at least
+/// two).
+fn cross_fitted_margins(
+    data: &Dataset,
+    lambda: f64,
+    rng: &mut ChaCha20Rng,
+) -> Result<Vec<f64>, SelectError> {
+    let k = CROSS_FOLDS.min(data.len() / 2).max(2);
+    let mut margins = vec![0.0; data.len()];
+    for held in stratified_folds(data.labels(), k, rng) {
+        let mut keep = vec![true; data.len()];
+        for &i in &held {
+            keep[i] = false;
+        }
+        let rows: Vec<usize> = (0..data.len()).filter(|&i| keep[i]).collect();
+        let fit = fit_on_path(&data.subset(&rows), lambda)?.classifier();
+        for &i in &held {
+            margins[i] = fit.margin(data.row(i));
+        }
+    }
+    Ok(margins)
 }
