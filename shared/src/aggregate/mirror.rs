@@ -1,5 +1,5 @@
-//! Mirror averaging (seed 001 eq. 15–17) in blocks, in parallel, bit-identical for any thread
-//! count, with [`reference_weights`], the direct serial transcription it is tested and timed
+//! Mirror averaging (Minami et al. 2015, eq. 15–17) in blocks, in parallel, bit-identical for any
+//! thread count, with [`reference_weights`], the direct serial transcription it is tested and timed
 //! against.
 
 use super::comparators::{argmin, combine};
@@ -19,7 +19,8 @@ pub const BLOCK_ROWS: usize = 256;
 pub const SUB_ROWS: usize = 64;
 /// Softmax terms with exponent below −this (relative to the maximum) are treated as zero.
 pub const NEGLIGIBLE_EXPONENT: f64 = 50.0;
-/// β_φ for the logistic loss (seed 001 eq. 19): the smallest temperature the theory covers.
+/// β_φ for the logistic loss (Minami et al. 2015, eq. 19): the smallest temperature the theory
+/// covers.
 pub const BETA_LOGISTIC: f64 = std::f64::consts::E;
 
 /// Mirror averaging with temperature β.
@@ -48,7 +49,7 @@ impl MirrorAveraging {
         if !self.covered_by_oracle_inequality() {
             tracing::warn!(
                 beta = self.beta,
-                "beta < e: the oracle inequality of seed 001 eq. 20 does not cover this temperature for the logistic loss"
+                "beta < e: the oracle inequality of Minami et al. 2015, eq. 20 does not cover this temperature for the logistic loss"
             );
         }
     }
