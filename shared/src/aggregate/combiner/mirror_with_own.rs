@@ -1,7 +1,8 @@
-//! Mirror averaging (seed 001 eq. 17) with the aggregator's own model as one more expert:
-//! never much worse than the better of the two on the own rows (eq. 20's oracle inequality).
+//! Mirror averaging (Minami et al. 2015, eq. 17) with the aggregator's own model as one more
+//! expert: never much worse than the better of the two on the own rows (eq. 20's oracle
+//! inequality).
 
-use super::{Combined, Combiner, Inputs};
+use super::{Combined, Combiner, Inputs, Simulated};
 use crate::aggregate::MirrorAveraging;
 use crate::aggregate::select::SelectError;
 use crate::learn::classifier::LinearClassifier;
@@ -21,6 +22,22 @@ impl Combiner for MirrorWithOwn {
 
     fn definition(&self) -> &'static str {
         "the same with the local model as one more expert"
+    }
+
+    fn label(&self) -> &'static str {
+        "mirror averaging + own learner"
+    }
+
+    fn report_key(&self) -> Option<&'static str> {
+        Some("with_own_learner_accuracy")
+    }
+
+    fn simulated(&self) -> Option<Simulated> {
+        Some(Simulated {
+            column: "with_own_accuracy",
+            table_name: "mirror-averaging-with-own",
+            purpose: 5,
+        })
     }
 
     fn fit(
