@@ -167,6 +167,32 @@ impl Aggregate {
     }
 }
 
+/// Each expert's total loss S_n,m = Σᵢ ℓ(⟨θ_m, xᵢ⟩, yᵢ) on `data`, rows in their order, by the
+/// sweep's vectorised block losses (the best single expert's criterion, at the sweep's speed).
+pub(super) fn total_losses<E: AsRef<[f64]>>(experts: &[E], data: &Dataset) -> Vec<f64> {
+    let m = experts.len();
+    let flat: Vec<f64> = experts
+        .iter()
+        .flat_map(|e| e.as_ref().iter().copied())
+        .collect();
+    let expert_matrix = DMatrix::from_row_slice(m, data.dim(), &flat);
+    let rows: Vec<usize> = (0..data.len()).collect();
+    let mut totals = vec![0.0; m];
+    let mut buf = vec![0.0; BLOCK_ROWS.min(rows.len()) * m];
+    for block in rows.chunks(BLOCK_ROWS) {
+        let buf = &mut buf[..block.len() * m];
+        buf.par_chunks_mut(SUB_ROWS * m)
+            .zip(block.par_chunks(SUB_ROWS))
+            .for_each(|(out, rows)| block_losses(&expert_matrix, data, rows, out));
+        for row in buf.chunks(m) {
+            for (s, l) in totals.iter_mut().zip(row) {
+                *s += *l;
+            }
+        }
+    }
+    totals
+}
+
 /// Scores via one matrix product (M × p times p × rows) written straight into `out` — whose
 /// row-major rows × M layout is the column-major M × rows result — then logistic losses in place.
 fn block_losses(experts: &DMatrix<f64>, data: &Dataset, rows: &[usize], out: &mut [f64]) {
