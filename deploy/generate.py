@@ -27,7 +27,7 @@ private key other users can read, so each organisation's identity folder is hand
 Secrets mounted for the pod's user only). --insecure generates the old plain-text simulation
 instead.
 
-The split follows seed 001 §5.2 and `dpagg-aggregator demo`: a class-stratified test set of the
+The split follows Minami et al. 2015, §5.2 and `dpagg-aggregator demo`: a class-stratified test set of the
 paper's size (Diabetes 84 pos + 84 neg, Breast Cancer 85 M + 84 B), then the remaining rows shuffled
 and dealt evenly over N + 1 organisations (the aggregator is organisation 0); leftover rows are
 dropped. Deterministic for a given --seed (Python's Mersenne Twister, so the shards differ from the

@@ -1,15 +1,16 @@
 //! `dpagg-aggregator`: combines organisations' private learners by mirror averaging.
 //!
 //! Subcommands:
-//! - `simulate`: the in-process simulation of seed 001 §5 (see [`dpagg_shared::simulation`]).
-//! - `experiment paper`: the reproduction of seed 001 §5 — figures (CSV, SVG, PNG), Table 2 and
-//!   the paper's numbers beside ours; `experiment variants`: the investigation of the differences
-//!   (`lab::experiment`).
+//! - `simulate`: the in-process simulation of Minami et al. 2015, §5 (see
+//!   [`dpagg_shared::simulation`]).
+//! - `experiment paper`: the reproduction of Minami et al. 2015, §5 — figures (CSV, SVG, PNG),
+//!   Table 2 and the paper's numbers beside ours; `experiment variants`: the investigation of the
+//!   differences (`lab::experiment`).
 //! - `run`: collect the organisations' learners over gRPC, validate them, mirror-average them on
 //!   the aggregator's own data and report accuracy against the local-only baseline (`run`).
 //! - `demo`: K real nodes on loopback and one `run` against them (`lab::demo`).
-//! - `privacy`: the Gibbs β bound, DP-SGD's ε and σ calibration, seed 003's RDP of synthetic
-//!   rows from a multivariate normal (`lab::privacy`).
+//! - `privacy`: the Gibbs β bound, DP-SGD's ε and σ calibration, Miura et al.'s (2022) RDP of
+//!   synthetic rows from a multivariate normal (`lab::privacy`).
 //! - `bench`: timings of the solver, mirror averaging and the full synthetic sweep against their
 //!   baselines and targets.
 //! - `bench-fetch`: collecting learners from 100 `dpagg-node` processes, concurrent against
@@ -27,8 +28,8 @@ use clap::Subcommand;
 use dpagg_shared::cli;
 use std::process::ExitCode;
 
-/// Aggregates differentially private weak learners (Minami et al., seed 001): the networked
-/// aggregator and the lab.
+/// Aggregates differentially private weak learners (Minami et al., Minami et al. 2015): the
+/// networked aggregator and the lab.
 #[derive(Debug, Subcommand)]
 enum Command {
     #[command(flatten)]

@@ -6,8 +6,8 @@
 //! - [`data`]: schema-bound data loading, the bundled and synthetic datasets, partitions.
 //! - [`learn`]: L2-regularised logistic regression (loss, solver).
 //! - [`privacy`]: guarantees, noise, private learners ([`privacy::mechanism`]) and accounting.
-//! - [`aggregate`]: mirror averaging (seed 001 eq. 15–17) and the comparators.
-//! - [`simulation`]: the in-process simulation of seed 001 §5.
+//! - [`aggregate`]: mirror averaging (Minami et al. 2015, eq. 15–17) and the comparators.
+//! - [`simulation`]: the in-process simulation of Minami et al. 2015, §5.
 //! - [`util`]: statistics for tests and summaries, atomic file output.
 //! - `cli` (cargo feature `cli`): the plumbing of the command-line tools — logging, settings
 //!   resolved with the origin of every value, one-line errors and a stdout that may close.

@@ -120,7 +120,7 @@ async fn statistics_and_synthetic_data_are_charged_served_as_stored_and_survive_
     assert_eq!(rows.values.len(), 300 * (FEATURES + 1));
     assert!(rows.values.iter().all(|v| (-1.0..=1.0).contains(v)));
 
-    // Seed 003's plain release is refused over the policy, with what it would cost.
+    // Miura et al.'s (2022) plain release is refused over the policy, with what it would cost.
     let plain = publish(&mut c, spec("mvn-synthetic", 0.0, 1e-6, &[("sigma", 0.5)]))
         .await
         .expect_err("the plain MVN release is far over any cap at n = 400");

@@ -1,5 +1,6 @@
-//! `dpagg-aggregator experiment`: the reproduction of seed 001 §5 end to end, with a tiny trial
-//! count — every file written, CSVs byte-identical for a seed, figures valid SVG and PNG.
+//! `dpagg-aggregator experiment`: the reproduction of Minami et al. 2015, §5 end to end, with a
+//! tiny trial count — every file written, CSVs byte-identical for a seed, figures valid SVG and
+//! PNG.
 
 use dpagg_tests::{assert_one_line_error, assert_success, run};
 use std::fs;

@@ -5,7 +5,7 @@
 //!   one plain sweep over the same array (Σ⟨x, θ⟩): the memory-bandwidth floor of one pass.
 //! - Mirror averaging of M learners on n rows, against a direct serial transcription of eq. 15–16
 //!   (measured on a prefix of the rows and scaled linearly, so the baseline stays cheap).
-//! - The full synthetic sweep of seed 001 §5.1 (100 orgs × 10 ε × 20 trials).
+//! - The full synthetic sweep of Minami et al. 2015, §5.1 (100 orgs × 10 ε × 20 trials).
 //! - diffprivlib 0.6.6's `LogisticRegression(epsilon=1, data_norm=1)` on the same rows as the
 //!   fits ([`super::bench_peer`]), when a Python with diffprivlib is available (`--python`;
 //!   otherwise one line says why the column is missing).

@@ -3,9 +3,9 @@
 //! Two scenarios. **clinic** (the default; [`dpagg_shared::data::clinic`]): a small aggregating
 //! organisation of 100 rows and K = 9 hospitals of 2,000 rows each on synthetic logistic data in
 //! d = 20, test set 5,000 — where joining pays. **diabetes**: the bundled Diabetes data split as
-//! in seed 001 §5.2: a class-stratified test set of 84 + 84 rows, and the remaining 600 rows over
-//! K + 1 organisations — where it does not pay (`experiment utility` at ε = 1: the final model
-//! keeps the local one in about half the trials and ends 0.55 points below it on average;
+//! in Minami et al. 2015, §5.2: a class-stratified test set of 84 + 84 rows, and the remaining 600
+//! rows over K + 1 organisations — where it does not pay (`experiment utility` at ε = 1: the final
+//! model keeps the local one in about half the trials and ends 0.55 points below it on average;
 //! EXPERIMENTS.md, "Is joining worth it?"). `--rows-per-org` gives unequal sizes (the
 //! aggregator's first). Organisations 1…K each get a real node — a `dpagg-node serve` process
 //! (SQLite ledger, gRPC with health and reflection) on 127.0.0.1 with a port it picks itself
@@ -89,7 +89,7 @@ pub struct Args {
 enum Scenario {
     /// A small aggregator among large hospitals (synthetic, d = 20).
     Clinic,
-    /// The bundled Diabetes data, as in seed 001 §5.2.
+    /// The bundled Diabetes data, as in Minami et al. 2015, §5.2.
     Diabetes,
 }
 

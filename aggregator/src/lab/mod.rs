@@ -1,10 +1,12 @@
 //! The research lab: everything `dpagg-aggregator` does besides aggregating real nodes.
 //!
-//! - [`simulate`]: the in-process simulation of seed 001 §5 (`dpagg_shared::simulation`).
-//! - [`experiment`]: `experiment paper` (the reproduction of seed 001 §5) and `experiment variants`.
+//! - [`simulate`]: the in-process simulation of Minami et al. 2015, §5
+//!   (`dpagg_shared::simulation`).
+//! - [`experiment`]: `experiment paper` (the reproduction of Minami et al. 2015, §5) and
+//!   `experiment variants`.
 //! - [`demo`]: K real nodes on loopback and one `run` against them.
-//! - [`privacy`]: calculators (the Gibbs β bound, DP-SGD's ε and σ calibration, seed 003's RDP of
-//!   synthetic rows from a multivariate normal).
+//! - [`privacy`]: calculators (the Gibbs β bound, DP-SGD's ε and σ calibration, Miura et al.'s
+//!   (2022) RDP of synthetic rows from a multivariate normal).
 //! - [`bench`] and [`bench_fetch`]: timings against in-run baselines and targets.
 //! - [`node_process`]: the `dpagg-node` processes `demo` and `bench_fetch` start (the aggregator
 //!   runs the node binary; it does not link the node crate).
@@ -28,9 +30,9 @@ use dpagg_shared::cli::Out;
 pub enum Command {
     /// Start K nodes on loopback, publish at ε, run the aggregator against them, print the report.
     Demo(Box<demo::Args>),
-    /// Simulate K organisations exchanging private learners (seed 001 §5).
+    /// Simulate K organisations exchanging private learners (Minami et al. 2015, §5).
     Simulate(Box<simulate::Args>),
-    /// Reproduce seed 001 §5 (`paper`) and investigate the differences (`variants`).
+    /// Reproduce Minami et al. 2015, §5 (`paper`) and investigate the differences (`variants`).
     Experiment(experiment::Args),
     /// Measure solver, mirror-averaging and simulation speed against baselines and targets.
     Bench(bench::Args),

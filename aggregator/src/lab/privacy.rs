@@ -1,13 +1,14 @@
 //! `dpagg-aggregator privacy`: the privacy calculators behind the mechanisms, for planning a
 //! release before any data is touched.
 //!
-//! - `gibbs-beta`: the inverse temperature β of a Gibbs-posterior sample (seed 004 Corollary 8,
-//!   eq. 13, and the exact bound of Theorem 7 that the mechanism also respects).
+//! - `gibbs-beta`: the inverse temperature β of a Gibbs-posterior sample (Minami et al. 2016,
+//!   Corollary 8, eq. 13, and the exact bound of Theorem 7 that the mechanism also respects).
 //! - `dp-sgd`: ε of DP-SGD (Poisson-subsampled Gaussian, add/remove-one) from its RDP curve.
 //! - `calibrate`: the smallest noise multiplier σ meeting a target (ε, δ).
 //! - `mvn-rdp`: the Rényi DP of m synthetic rows drawn from the normal distribution fitted to the
-//!   data (seed 003 Theorem 3.1 with n private, Theorem 3.2 with `--public-n`; Proposition 2.4
-//!   over the rows, Proposition 2.5 to (ε, δ)), and `--tables`: seed 003's Tables 1 and 2.
+//!   data (Miura et al. 2022, Theorem 3.1 with n private, Theorem 3.2 with `--public-n`;
+//!   Proposition 2.4 over the rows, Proposition 2.5 to (ε, δ)), and `--tables`: Miura et al.'s
+//!   (2022) Tables 1 and 2.
 //! - `langevin`: the proven Langevin chain (noisy gradient descent, shifted-Rényi analysis): its
 //!   step size, noise, step count and ε(α) curve calibrated from (n, d, λ, ε, δ) as the
 //!   `langevin` mechanism does, or the curve of given `--step-size --noise --steps`.
@@ -84,8 +85,9 @@ enum Calculator {
         #[arg(long)]
         delta: f64,
     },
-    /// RDP ε of m synthetic rows drawn from N(mean, covariance) of n rows in [−1, 1]^d (seed 003
-    /// Theorem 3.1, n private; Theorem 3.2 with --public-n), or seed 003's Tables 1–2 (--tables).
+    /// RDP ε of m synthetic rows drawn from N(mean, covariance) of n rows in [−1, 1]^d (Miura et
+    /// al. 2022, Theorem 3.1, n private; Theorem 3.2 with --public-n), or Miura et al.'s (2022)
+    /// Tables 1–2 (--tables).
     MvnRdp(MvnRdpArgs),
     /// The proven Langevin chain (`langevin` mechanism): η, σ, K, c and ρ calibrated to (ε, δ)
     /// from n, d and λ, or the ε(α) curve of a chain given by --step-size --noise --steps.
@@ -159,7 +161,7 @@ struct MvnRdpArgs {
     /// Also print the (ε, δ)-DP guarantee at this δ (Proposition 2.5).
     #[arg(long)]
     delta: Option<f64>,
-    /// Print seed 003's Tables 1 and 2, recomputed, as the paper lays them out.
+    /// Print Miura et al.'s (2022) Tables 1 and 2, recomputed, as the paper lays them out.
     #[arg(
         long,
         conflicts_with_all = ["n", "dim", "sigma", "alpha", "samples", "public_n", "delta"]
@@ -179,7 +181,10 @@ pub fn run(args: Args, out: &mut Out) -> Result<()> {
             let eq13 = gibbs_beta_bound(epsilon, delta, n, lambda)?;
             let theorem7 = theorem7_beta_bound(epsilon, delta, n, lambda)?;
             let used = gibbs_beta(epsilon, delta, n, lambda)?;
-            writeln!(out, "beta <= {eq13} (seed 004 Corollary 8, eq. 13)")?;
+            writeln!(
+                out,
+                "beta <= {eq13} (Minami et al. 2016, Corollary 8, eq. 13)"
+            )?;
             writeln!(out, "beta <= {theorem7} (Theorem 7, exact tail bound)")?;
             writeln!(
                 out,
@@ -293,7 +298,7 @@ fn print_chain(s: &ChainSchedule, delta: f64, out: &mut Out) -> Result<()> {
     Ok(())
 }
 
-/// `privacy mvn-rdp`: seed 003's guarantee of m synthetic rows.
+/// `privacy mvn-rdp`: Miura et al.'s (2022) guarantee of m synthetic rows.
 fn mvn_rdp(args: &MvnRdpArgs, out: &mut Out) -> Result<()> {
     let missing = |name: &str| format!("--{name} is required without --tables");
     let n = args.n.with_context(|| missing("n"))?;
@@ -323,7 +328,7 @@ fn mvn_rdp(args: &MvnRdpArgs, out: &mut Out) -> Result<()> {
     };
     writeln!(
         out,
-        "per row: ε_α = {per_row} (seed 003 {}, composed over the m rows by Proposition 2.4); \
+        "per row: ε_α = {per_row} (Miura et al. 2022, {}, composed over the m rows by Proposition 2.4); \
          the theorem applies for α < {}",
         regime.theorem(),
         release.order_limit()
@@ -353,7 +358,7 @@ fn mvn_rdp(args: &MvnRdpArgs, out: &mut Out) -> Result<()> {
     Ok(())
 }
 
-/// `x` to `digits` significant digits, as seed 003 prints most of its cells.
+/// `x` to `digits` significant digits, as Miura et al. 2022 prints most of its cells.
 fn significant(x: f64, digits: i32) -> String {
     let magnitude = if x == 0.0 {
         0
@@ -369,13 +374,14 @@ fn power_of_ten(x: f64) -> String {
     format!("10^{}", x.log10().round() as i32)
 }
 
-/// `privacy mvn-rdp --tables`: seed 003's Tables 1 and 2 recomputed, laid out and rounded as the
-/// paper prints them (six significant digits; six decimals in Table 2's n = 10⁷ block).
+/// `privacy mvn-rdp --tables`: Miura et al.'s (2022) Tables 1 and 2 recomputed, laid out and
+/// rounded as the paper prints them (six significant digits; six decimals in Table 2's n = 10⁷
+/// block).
 fn tables(out: &mut Out) -> Result<()> {
     let t1 = mvn_rdp::table_1()?;
     writeln!(
         out,
-        "Table 1 (seed 003): RDP ε of releasing m = n rows, α = {TABLE_1_ORDER}, d = {TABLE_DIM}, \
+        "Table 1 (Miura et al. 2022): RDP ε of releasing m = n rows, α = {TABLE_1_ORDER}, d = {TABLE_DIM}, \
          σ = {TABLE_SIGMA}"
     )?;
     write!(out, "{:<14}", "n")?;
@@ -398,7 +404,7 @@ fn tables(out: &mut Out) -> Result<()> {
     let t2 = mvn_rdp::table_2()?;
     writeln!(
         out,
-        "Table 2 (seed 003): ε of (ε, δ)-DP by Proposition 2.5, private n (Theorem 3.1), m = n, \
+        "Table 2 (Miura et al. 2022): ε of (ε, δ)-DP by Proposition 2.5, private n (Theorem 3.1), m = n, \
          d = {TABLE_DIM}, σ = {TABLE_SIGMA}"
     )?;
     for (block, &n) in t2.iter().zip(&TABLE_2_N) {

@@ -9,7 +9,7 @@ use dpagg_shared::data::private_normalisation::simulate_private_constants;
 use dpagg_shared::data::schema::Schema;
 use dpagg_shared::data::synthetic::SyntheticSpec;
 use dpagg_shared::simulation::{
-    DataSource, LocalBaseline, SimulationConfig, SimulationSummary, TestSplit,
+    DataSource, LocalBaseline, PAPER, SimulationConfig, SimulationSummary, TestSplit,
     run as run_simulation, runs_csv,
 };
 use dpagg_shared::util::files::{atomic_write, check_writable_dir};
@@ -28,7 +28,7 @@ pub struct Args {
     /// Public schema (TOML) for a CSV dataset.
     #[arg(long)]
     schema: Option<PathBuf>,
-    /// Number of organisations [default: 100 for synthetic, 10 otherwise (seed 001 §5)].
+    /// Number of organisations [default: 100 for synthetic, 10 otherwise (Minami et al. 2015, §5)].
     #[arg(long)]
     orgs: Option<usize>,
     /// Rows of each organisation, comma-separated (unequal sizes, e.g. 100,2000,2000); sets the
@@ -46,7 +46,7 @@ pub struct Args {
     /// learners' λ, 0.01 when `auto`) and options.
     #[command(flatten)]
     learner: LearnerArgs,
-    /// Mirror-averaging temperature β (seed 001 §5 uses 3; eq. 19 needs β ≥ e).
+    /// Mirror-averaging temperature β (Minami et al. 2015, §5 uses 3; eq. 19 needs β ≥ e).
     #[arg(long, default_value_t = 3.0)]
     beta: f64,
     /// Trials with fresh partitions and noise.
@@ -376,7 +376,7 @@ fn print_table(stdout: &mut Out, s: &SimulationSummary) -> std::io::Result<()> {
                 .map_or_else(|| "?".into(), |l| format!("{l:.4}")),
             cell(&r.local_accuracy),
             cell(&r.private_learner_accuracy),
-            cell(&r.aggregate_accuracy),
+            cell(r.accuracy(PAPER)),
             cell(&r.nonprivate_aggregate_accuracy),
             format!(
                 "{:.1} ± {:.1} / {}",

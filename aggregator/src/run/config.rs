@@ -37,9 +37,9 @@
 //! backoff_ms = 200                      # doubled after each attempt
 //! concurrency = 32                      # nodes contacted at once
 //!
-//! beta = 3.0                            # mirror-averaging temperature (seed 001 eq. 15; ≥ e)
-//! seed = 1                              # the aggregator's own randomness: test split, visiting order
-//! test_fraction = 0.2                   # stratified test split of `data` …
+//! beta = 3.0                            # mirror-averaging temperature (Minami et al. 2015, eq.
+//! 15; ≥ e) seed = 1                              # the aggregator's own randomness: test split,
+//! visiting order test_fraction = 0.2                   # stratified test split of `data` …
 //! # test_file = "test.csv"              # … or a separate test file (then all of `data` trains)
 //!
 //! train_on = "learners"                 # "synthetic": also pool each node's synthetic rows
@@ -217,7 +217,7 @@ pub struct Settings {
         allow_negative_numbers = true
     )]
     pub concurrency: Option<usize>,
-    /// Mirror-averaging temperature β (seed 001 eq. 19 needs β ≥ e).
+    /// Mirror-averaging temperature β (Minami et al. 2015, eq. 19 needs β ≥ e).
     #[arg(
         long,
         env = "DPAGG_AGG_BETA",

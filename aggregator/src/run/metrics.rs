@@ -5,6 +5,7 @@
 
 use crate::run::report::Report;
 use anyhow::{Context, Result};
+use dpagg_shared::aggregate::select::Candidate;
 use dpagg_shared::util::files::atomic_write;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
@@ -91,8 +92,11 @@ pub fn text(report: &Report, finished_unix_ms: i64) -> Result<String> {
     }
     for (model, v) in [
         ("final", report.final_model.test_accuracy),
-        ("local", report.local_baseline_accuracy),
-        ("mirror_averaging", report.mirror_averaged_accuracy),
+        ("local", report.accuracy(Candidate::Local)),
+        (
+            "mirror_averaging",
+            report.accuracy(Candidate::MirrorAveraging),
+        ),
     ] {
         accuracy.get_or_create(&Model { model }).set(v);
     }

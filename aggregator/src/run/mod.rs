@@ -10,8 +10,8 @@
 //!   comparators — producing a [`report::Report`].
 //! - [`report`]: the terminal table, `report.json` and `report.html`.
 //! - [`model`]: `model.json` (the final model with its complete map) and `predict`.
-//! - [`synthetic`]: `--train-on synthetic` — each node's synthetic rows (seed 003, Gaussian-
-//!   perturbed) pooled with the own training rows, a logistic regression on the pool.
+//! - [`synthetic`]: `--train-on synthetic` — each node's synthetic rows (Miura et al. 2022,
+//!   Gaussian- perturbed) pooled with the own training rows, a logistic regression on the pool.
 //! - [`trust`]: signed learners (checked before aggregation), the signed report and its
 //!   offline verification (`dpagg-aggregator verify`).
 //!

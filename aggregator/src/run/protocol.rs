@@ -1,18 +1,18 @@
 //! `dpagg-aggregator run`: collect the organisations' private learners, validate them, combine
-//! them by mirror averaging (seed 001 eq. 15–17) on the aggregator's own data, and compare with
-//! what the aggregator learns alone: a logistic regression tuned by cross-validation on its own
-//! training rows. The final model is chosen among the candidates by cross-validation on those
-//! rows too (`dpagg_shared::aggregate::select`), so it is the local model whenever the others'
-//! learners do not help.
+//! them by mirror averaging (Minami et al. 2015, eq. 15–17) on the aggregator's own data, and
+//! compare with what the aggregator learns alone: a logistic regression tuned by cross-validation
+//! on its own training rows. The final model is chosen among the candidates by cross-validation on
+//! those rows too (`dpagg_shared::aggregate::select`), so it is the local model whenever the
+//! others' learners do not help.
 //!
 //! Privacy: the aggregator sees only released learners and its own records. The aggregate is a
 //! function of those, so it keeps each organisation's guarantee with respect to that
-//! organisation's data (seed 001 Proposition 4.1). The aggregator's own records are never sent
-//! anywhere; the report holds accuracies on its own test split.
+//! organisation's data (Minami et al. 2015, Proposition 4.1). The aggregator's own records are
+//! never sent anywhere; the report holds accuracies on its own test split.
 
 use crate::run::config::{LearnerRequest, RunConfig, Security, TestSet};
 use crate::run::fetch::{Client, NodeOutcome, fetch_all, max_reply_bytes};
-use crate::run::report::{FinalView, NodeReport, Report, split_warnings};
+use crate::run::report::{Accuracies, FinalView, NodeReport, Report, split_warnings};
 use crate::run::screen::{Accepted, screen};
 use crate::run::synthetic::train_on_synthetic;
 use crate::run::trust::Trust;
@@ -188,6 +188,7 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
 
     let nodes = node_reports(&outcomes, &accepted, &fin, &own.test);
     let accuracy = |c: Candidate| fin.model(c).accuracy(&own.test);
+    let own_weight = fin.mixing_weights_with_own.last().copied().unwrap_or(0.0);
     let synthetic = match &config.synthetic {
         None => None,
         Some(request) => Some(
@@ -218,14 +219,9 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         test_rows: own.test.len(),
         included: accepted.len(),
         excluded: outcomes.len() - accepted.len(),
-        local_baseline_accuracy: accuracy(Candidate::Local),
-        mirror_averaged_accuracy: accuracy(Candidate::MirrorAveraging),
-        with_own_learner_accuracy: accuracy(Candidate::MirrorWithOwn),
-        own_learner_mixing_weight: fin.mixing_weights_with_own.last().copied().unwrap_or(0.0),
-        stacking_accuracy: accuracy(Candidate::Stacking),
+        candidate_accuracies: Accuracies::measure(Candidate::all(), accuracy, own_weight),
         final_model: FinalView::new(&fin, &own.test),
-        uniform_average_accuracy: accuracy(Candidate::UniformAverage),
-        best_single_accuracy: accuracy(Candidate::BestSingle),
+        comparator_accuracies: Accuracies::measure(Candidate::comparators(), accuracy, own_weight),
         summary: Vec::new(),
         warnings,
         nodes,

@@ -2,9 +2,8 @@
 //! experts' coefficients and the best single expert on the aggregator's data.
 
 use super::{AggregateError, validate};
-use crate::data::dataset::{Dataset, dot};
+use crate::data::dataset::Dataset;
 use crate::learn::classifier::LinearClassifier;
-use crate::learn::logistic::logistic_loss;
 
 /// Σ_m w_m θ_m.
 pub fn combine<E: AsRef<[f64]>>(experts: &[E], weights: &[f64]) -> LinearClassifier {
@@ -24,19 +23,14 @@ pub fn uniform_average<E: AsRef<[f64]>>(experts: &[E]) -> LinearClassifier {
     combine(experts, &w)
 }
 
-/// Index of the expert with the smallest empirical logistic risk on `data` (first on ties).
+/// Index of the expert with the smallest empirical logistic risk on `data` (first on ties),
+/// the risks summed as mirror averaging's sweep sums them.
 pub fn best_single<E: AsRef<[f64]>>(
     experts: &[E],
     data: &Dataset,
 ) -> Result<usize, AggregateError> {
     validate(experts, data)?;
-    let risk = |e: &E| {
-        (0..data.len())
-            .map(|i| logistic_loss(dot(data.row(i), e.as_ref()), data.label(i)))
-            .sum::<f64>()
-    };
-    let risks: Vec<f64> = experts.iter().map(risk).collect();
-    Ok(argmin(&risks))
+    Ok(argmin(&super::mirror::total_losses(experts, data)))
 }
 
 /// Index of the smallest value (first on ties).

@@ -1,5 +1,5 @@
-//! Mirror averaging (seed 001 eq. 15–17) in blocks, in parallel, bit-identical for any thread
-//! count, with [`reference_weights`], the direct serial transcription it is tested and timed
+//! Mirror averaging (Minami et al. 2015, eq. 15–17) in blocks, in parallel, bit-identical for any
+//! thread count, with [`reference_weights`], the direct serial transcription it is tested and timed
 //! against.
 
 use super::comparators::{argmin, combine};
@@ -19,7 +19,8 @@ pub const BLOCK_ROWS: usize = 256;
 pub const SUB_ROWS: usize = 64;
 /// Softmax terms with exponent below −this (relative to the maximum) are treated as zero.
 pub const NEGLIGIBLE_EXPONENT: f64 = 50.0;
-/// β_φ for the logistic loss (seed 001 eq. 19): the smallest temperature the theory covers.
+/// β_φ for the logistic loss (Minami et al. 2015, eq. 19): the smallest temperature the theory
+/// covers.
 pub const BETA_LOGISTIC: f64 = std::f64::consts::E;
 
 /// Mirror averaging with temperature β.
@@ -48,7 +49,7 @@ impl MirrorAveraging {
         if !self.covered_by_oracle_inequality() {
             tracing::warn!(
                 beta = self.beta,
-                "beta < e: the oracle inequality of seed 001 eq. 20 does not cover this temperature for the logistic loss"
+                "beta < e: the oracle inequality of Minami et al. 2015, eq. 20 does not cover this temperature for the logistic loss"
             );
         }
     }
@@ -194,6 +195,32 @@ impl Aggregate {
     pub fn best_single(&self) -> usize {
         argmin(&self.risks)
     }
+}
+
+/// Each expert's total loss S_n,m = Σᵢ ℓ(⟨θ_m, xᵢ⟩, yᵢ) on `data`, rows in their order, by the
+/// sweep's vectorised block losses (the best single expert's criterion, at the sweep's speed).
+pub(super) fn total_losses<E: AsRef<[f64]>>(experts: &[E], data: &Dataset) -> Vec<f64> {
+    let m = experts.len();
+    let flat: Vec<f64> = experts
+        .iter()
+        .flat_map(|e| e.as_ref().iter().copied())
+        .collect();
+    let expert_matrix = DMatrix::from_row_slice(m, data.dim(), &flat);
+    let rows: Vec<usize> = (0..data.len()).collect();
+    let mut totals = vec![0.0; m];
+    let mut buf = vec![0.0; BLOCK_ROWS.min(rows.len()) * m];
+    for block in rows.chunks(BLOCK_ROWS) {
+        let buf = &mut buf[..block.len() * m];
+        buf.par_chunks_mut(SUB_ROWS * m)
+            .zip(block.par_chunks(SUB_ROWS))
+            .for_each(|(out, rows)| block_losses(&expert_matrix, data, rows, out));
+        for row in buf.chunks(m) {
+            for (s, l) in totals.iter_mut().zip(row) {
+                *s += *l;
+            }
+        }
+    }
+    totals
 }
 
 /// Scores via one matrix product (M × p times p × rows) written straight into `out` — whose

@@ -1,8 +1,8 @@
 //! Aggregating learners on the aggregator's own data: mirror averaging ([`mirror`]) and its
 //! comparators ([`comparators`]).
 //!
-//! **Mirror averaging** (seed 001 §3.2, eq. 15–17; Juditsky, Rigollet & Tsybakov 2008). Given M
-//! linear experts θ₁…θ_M and the aggregator's data d₁…d_n visited in a random order, with
+//! **Mirror averaging** (Minami et al. 2015, §3.2, eq. 15–17; Juditsky, Rigollet & Tsybakov 2008).
+//! Given M linear experts θ₁…θ_M and the aggregator's data d₁…d_n visited in a random order, with
 //! cumulative logistic losses S_t,m = Σ_{i≤t} ℓ(⟨θ_m, x_i⟩, y_i):
 //!
 //! ```text
@@ -57,7 +57,7 @@ use crate::data::dataset::Dataset;
 pub enum AggregateError {
     /// β must be a finite positive number.
     #[error(
-        "invalid beta = {0}: must be a finite number > 0 (seed 001 eq. 19 needs beta >= e ≈ 2.718 for the logistic loss)"
+        "invalid beta = {0}: must be a finite number > 0 (Minami et al. 2015, eq. 19 needs beta >= e ≈ 2.718 for the logistic loss)"
     )]
     InvalidBeta(f64),
     /// No experts were given.

@@ -6,7 +6,7 @@
 //!   cross-validation over [`lambda_grid`] (held-out logistic loss): the C range of
 //!   scikit-learn's `LogisticRegressionCV` translated to the rows' scale, n and d. This is the honest baseline:
 //!   what an organisation has without anyone else.
-//! - [`Candidate::MirrorAveraging`]: eq. 17 over the other organisations' learners (seed 001;
+//! - [`Candidate::MirrorAveraging`]: eq. 17 over the other organisations' learners (Minami et al. 2015;
 //!   always reported, it is the paper's method).
 //! - [`Candidate::MirrorWithOwn`]: eq. 17 with the local model as one more expert, weighted
 //!   by its cross-fitted losses (its loss on each row from a fit that did not see the row).
@@ -46,7 +46,7 @@
 //!
 //! **Privacy.** The final model is a function of released learners and the aggregator's own
 //! rows, so it keeps every other organisation's guarantee with respect to that organisation's
-//! records (seed 001 Proposition 4.1, post-processing). It is *not* differentially private with
+//! records (Minami et al. 2015, Proposition 4.1, post-processing). It is *not* differentially private with
 //! respect to the aggregator's own records, which it uses without noise: it must not be
 //! published as if it were.
 

@@ -25,7 +25,7 @@ pub struct LearnerArgs {
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub delta: f64,
     /// Regulariser λ: `auto` (a function of n, d, ε and the mechanism only; recorded in the
-    /// release) or a number (seed 001 §5.1 uses 0.01).
+    /// release) or a number (Minami et al. 2015, §5.1 uses 0.01).
     #[arg(long, default_value = "auto", allow_negative_numbers = true)]
     pub lambda: Lambda,
     /// Mechanism option name=value (repeat), e.g. --option steps=500 for dp-sgd (the options of

@@ -20,8 +20,9 @@ pub enum Bundled {
     Diabetes,
 }
 
-/// The experimental setup of the paper for a bundled dataset (seed 001 §5.2): a class-stratified
-/// test set drawn at random, the remaining rows split evenly over the organisations.
+/// The experimental setup of the paper for a bundled dataset (Minami et al. 2015, §5.2): a
+/// class-stratified test set drawn at random, the remaining rows split evenly over the
+/// organisations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PaperSplit {
     /// Number of positive (+1) rows in the test set.
@@ -118,7 +119,8 @@ impl Bundled {
     }
 
     /// The whole dataset under the `paper` map of the same declared bounds
-    /// ([`Schema::paper_map`]): what seed 001's experiments (and `experiment paper`) use.
+    /// ([`Schema::paper_map`]): what Minami et al.'s (2015) experiments (and `experiment paper`)
+    /// use.
     pub fn load_paper(self) -> (Dataset, LoadReport) {
         self.load_with(&self.schema().paper_map())
     }
@@ -144,7 +146,7 @@ impl Bundled {
             .expect("bundled CSV matches its schema (checked by bundled::tests)")
     }
 
-    /// The paper's experimental setup for this dataset (seed 001 §5.2).
+    /// The paper's experimental setup for this dataset (Minami et al. 2015, §5.2).
     pub fn paper_split(self) -> PaperSplit {
         match self {
             // 85 M + 84 B = 169 test rows; the other 400 over 10 organisations.

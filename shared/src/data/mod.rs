@@ -3,10 +3,10 @@
 //! - [`dataset`]: [`Dataset`], an in-memory normalised labelled dataset (row-major, labels ±1).
 //! - [`schema`]: the public schema (declared feature bounds, label spelling, intercept, the map
 //!   into the unit ball with its public centres and scales; invariant 2: declared, never measured).
-//! - [`normalise`]: the two per-record maps, `paper` (seed 001) and `ball` (the default).
+//! - [`normalise`]: the two per-record maps, `paper` (Minami et al. 2015) and `ball` (the default).
 //! - [`csv`]: reading a CSV file against a schema; every error names file, line and column.
 //! - [`bundled`]: the two public datasets compiled into the binaries, and the paper's splits.
-//! - [`synthetic`]: seed 001 §5.1 synthetic data.
+//! - [`synthetic`]: Minami et al. 2015, §5.1 synthetic data.
 //! - [`clinic`]: the clinic scenario of issue 12 (a small aggregator, large hospitals, d = 20).
 //! - [`partition`]: partitions over organisations and stratified test splits.
 //! - [`private_normalisation`]: ball-map centres and scales pooled from the organisations'

@@ -7,7 +7,7 @@
 //! marker, or a number equal to one of the feature's numeric markers — is never clipped: it
 //! maps to the feature's centre and is counted apart.
 //!
-//! # `paper` (seed 001 §5's map; `[normalisation] mode = "paper"`)
+//! # `paper` (Minami et al. 2015, §5's map; `[normalisation] mode = "paper"`)
 //!
 //! 1. clip v to the declared [lo, hi] (counted); a missing value is the middle of [lo, hi];
 //! 2. map affinely onto [−1, 1]: 2(v − lo)/(hi − lo) − 1;
@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MapMode {
-    /// Clip, map to [−1, 1], append 1, divide by √dim (seed 001 §5).
+    /// Clip, map to [−1, 1], append 1, divide by √dim (Minami et al. 2015, §5).
     Paper,
     /// Transform, centre and scale with public constants, then project onto the unit ball.
     #[default]

@@ -1,4 +1,4 @@
-//! Random partitions of data over organisations, and test splits (seed 001 §5).
+//! Random partitions of data over organisations, and test splits (Minami et al. 2015, §5).
 //!
 //! §5 places n/(M+1) points on each of the M+1 organisations at random; [`equal_partition`] does
 //! that (rows beyond K·⌊n/K⌋ are left out so that every organisation has the same size);

@@ -1,4 +1,4 @@
-//! The synthetic data of seed 001 §5.1.
+//! The synthetic data of Minami et al. 2015, §5.1.
 //!
 //! A normal vector w is drawn uniformly on the unit sphere S⁹ ⊂ ℝ¹⁰, defining a separating
 //! hyperplane through the origin. Points are drawn uniformly on S⁹ and labelled sign⟨w, x⟩; points
@@ -33,7 +33,7 @@ pub struct SyntheticSpec {
 /// The law of the feature vectors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PointLaw {
-    /// Uniform on the unit sphere S^{d−1} (seed 001 §5.1).
+    /// Uniform on the unit sphere S^{d−1} (Minami et al. 2015, §5.1).
     #[default]
     Sphere,
     /// u uniform on [0, 1]^d, normalised to u/‖u‖: on the sphere, in the positive orthant only.

@@ -3,8 +3,8 @@
 //!
 //! Every learner dpagg trains, releases, receives or aggregates is one of these: the solver's
 //! optimum, a mechanism's release, a node's published learner and mirror averaging's θ_agg
-//! (seed 001 eq. 17). The coefficients are called θ in the papers and `weights` on the wire (for
-//! compatibility); in code they are `coefficients`, to keep "weights" for mixing weights.
+//! (Minami et al. 2015, eq. 17). The coefficients are called θ in the papers and `weights` on the
+//! wire (for compatibility); in code they are `coefficients`, to keep "weights" for mixing weights.
 
 use crate::data::dataset::{Dataset, dot};
 use serde::{Deserialize, Serialize};

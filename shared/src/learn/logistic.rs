@@ -1,7 +1,7 @@
 //! L2-regularised logistic regression: loss, gradient and Hessian, computed stably.
 //!
-//! The objective every learner in dpagg minimises is (seed 001 eq. 23–24 with the regulariser
-//! written as (λ/2)||θ||², the convention of Chaudhuri, Monteleoni and Sarwate 2011):
+//! The objective every learner in dpagg minimises is (Minami et al. 2015, eq. 23–24 with the
+//! regulariser written as (λ/2)||θ||², the convention of Chaudhuri, Monteleoni and Sarwate 2011):
 //!
 //! ```text
 //! F(θ) = (1/n) Σᵢ log(1 + exp(−yᵢ⟨θ, xᵢ⟩)) + (μ/2)||θ||² + (1/n) bᵀθ

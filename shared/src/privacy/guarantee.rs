@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NeighbourRelation {
-    /// D and D′ have the same size and differ in one record (seed 001 §2.1).
+    /// D and D′ have the same size and differ in one record (Minami et al. 2015, §2.1).
     ReplaceOne,
     /// D′ is D with one record added or removed.
     AddRemoveOne,
@@ -26,7 +26,7 @@ impl std::fmt::Display for NeighbourRelation {
     }
 }
 
-/// An (ε, δ)-DP guarantee under a stated neighbour relation (seed 001 Definition 2.1).
+/// An (ε, δ)-DP guarantee under a stated neighbour relation (Minami et al. 2015, Definition 2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PrivacyGuarantee {
     /// ε ≥ 0.

@@ -15,9 +15,10 @@
 //!   [`mechanism::MechanismKind`], the names users give them.
 //! - [`accounting`]: RDP curves and the composition of a node's charges (its ledger rule).
 //! - [`statistics`]: private counts, sums and means of a node's rows by the Laplace mechanism
-//!   with global sensitivity (seed 002, [`statistics::laplace_stats`]).
+//!   with global sensitivity (Kashima's notes on Aggarwal & Yu 2008, ch. 16,
+//!   [`statistics::laplace_stats`]).
 //! - [`synthetic`]: private synthetic data — the Rényi DP of rows sampled from the normal fitted
-//!   to the data (seed 003, [`synthetic::mvn_rdp`]).
+//!   to the data (Miura et al. 2022, [`synthetic::mvn_rdp`]).
 //! - [`data_release`]: the data releases a node makes besides learners (statistics, synthetic
 //!   data) as one spec type, calibrated from public quantities before any record is read.
 

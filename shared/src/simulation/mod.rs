@@ -1,5 +1,5 @@
-//! The in-process simulation of seed 001 §5: organisations exchange private learners and each
-//! aggregates the others' by mirror averaging on its own data.
+//! The in-process simulation of Minami et al. 2015, §5: organisations exchange private learners and
+//! each aggregates the others' by mirror averaging on its own data.
 //!
 //! One trial: split the data (a fresh stratified test split for real data; the synthetic data is
 //! drawn once per seed), partition the training set at random over K organisations of equal size,
@@ -7,14 +7,19 @@
 //! every organisation m, in turn, aggregates the other K − 1 organisations' learners on its own data
 //! and is evaluated on the common test set:
 //! - *non-private aggregate*: the others' non-private learners (the "non-private exchange" line);
-//! - for every ε: the others' private learners (*aggregate*), the same plus m's own local learner
-//!   (*with own*), their uniform average, and the best single one on m's data.
+//! - for every ε: every simulated combiner of the registry
+//!   ([`crate::aggregate::combiner`], each declaring its column) fitted on the others' private
+//!   learners, m's own rows and m's local learner: mirror averaging (*aggregate*), the same plus
+//!   m's own local learner (*with own*), their uniform average, and the best single one on m's
+//!   data. The results have no field per combiner ([`results`]).
 //!
 //! The *centralised* baseline fits one learner on all training data. Trials repeat with fresh
 //! partitions, visiting orders and noise. Every task draws from its own seed derived from
 //! (seed, trial, ε, organisation, purpose), so results are identical for any thread count.
 
-use crate::aggregate::{AggregateError, MirrorAveraging, uniform_average};
+use crate::aggregate::combiner::Inputs;
+use crate::aggregate::select::{Candidate, SelectError};
+use crate::aggregate::{AggregateError, MirrorAveraging};
 use crate::data::dataset::Dataset;
 use crate::data::partition::PartitionError;
 use crate::data::synthetic::SyntheticSpec;
@@ -26,15 +31,18 @@ use crate::util::stats::Summary;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+mod results;
 mod trial;
 
+pub use crate::aggregate::combiner::PerCombiner;
+pub use results::{OrgRun, PAPER, SimulationSummary, SummaryRow, improved_per_trial, runs_csv};
 pub use trial::{Prepared, prepare};
 use trial::{Trial, others};
 
 /// Where the simulation's data comes from.
 #[derive(Debug, Clone)]
 pub enum DataSource {
-    /// Seed 001 §5.1 synthetic data, drawn once from the simulation seed.
+    /// Minami et al. 2015, §5.1 synthetic data, drawn once from the simulation seed.
     Synthetic(SyntheticSpec),
     /// A normalised dataset with a test split drawn afresh in every trial.
     Fixed {
@@ -87,7 +95,7 @@ pub struct SimulationConfig {
     /// centralised).
     pub local_baseline: LocalBaseline,
     /// Rows of each organisation (K numbers), for organisations of unequal sizes; `None` deals
-    /// the training rows equally (seed 001 §5).
+    /// the training rows equally (Minami et al. 2015, §5).
     pub rows_per_org: Option<Vec<usize>>,
     /// Mirror-averaging temperature β.
     pub beta: f64,
@@ -129,112 +137,23 @@ pub enum SimulationError {
     /// A non-private fit failed.
     #[error(transparent)]
     Solver(#[from] SolverError),
+    /// A combiner failed.
+    #[error(transparent)]
+    Combiner(#[from] SelectError),
 }
 
-/// One organisation in one (ε, trial): the line of `runs.csv`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct OrgRun {
-    /// ε.
-    pub epsilon: f64,
-    /// δ.
-    pub delta: f64,
-    /// Trial index.
-    pub trial: usize,
-    /// Organisation index.
-    pub org: usize,
-    /// Local-only non-private learner.
-    pub local_accuracy: f64,
-    /// This organisation's own private learner.
-    pub private_learner_accuracy: f64,
-    /// Mirror average of the others' private learners.
-    pub aggregate_accuracy: f64,
-    /// Mirror average of the others' private learners plus own local learner.
-    pub with_own_accuracy: f64,
-    /// Uniform average of the others' private learners.
-    pub uniform_average_accuracy: f64,
-    /// Best single private learner of the others on own data.
-    pub best_single_accuracy: f64,
-    /// Mirror average of the others' non-private learners.
-    pub nonprivate_aggregate_accuracy: f64,
-    /// Centralised learner of this trial.
-    pub centralised_accuracy: f64,
-}
-
-/// One line of the summary table: one ε over all trials and organisations.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct SummaryRow {
-    /// ε.
-    pub epsilon: f64,
-    /// δ.
-    pub delta: f64,
-    /// Local-only accuracy over (trial, organisation).
-    pub local_accuracy: Summary,
-    /// Individual private learners.
-    pub private_learner_accuracy: Summary,
-    /// Mirror-averaged private learners.
-    pub aggregate_accuracy: Summary,
-    /// Mirror-averaged non-private learners.
-    pub nonprivate_aggregate_accuracy: Summary,
-    /// Organisations (per trial) whose aggregate beats their local learner.
-    pub improved_orgs: Summary,
-    /// Mirror average including own local learner.
-    pub with_own_accuracy: Summary,
-    /// Uniform average.
-    pub uniform_average_accuracy: Summary,
-    /// Best single learner.
-    pub best_single_accuracy: Summary,
-    /// λ the private learners trained with at this ε (their mechanism's rule when `auto`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub private_lambda: Option<f64>,
-}
-
-/// `summary.json`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct SimulationSummary {
-    /// Dataset name.
-    pub dataset: String,
-    /// K.
-    pub orgs: usize,
-    /// Trials.
-    pub trials: usize,
-    /// Mechanism identifier (the variant actually used).
-    pub mechanism: String,
-    /// Master seed.
-    pub seed: u64,
-    /// λ of the learners when fixed; when `lambda_auto`, the non-private learners' λ (each row's
-    /// `private_lambda` is the private learners').
-    pub lambda: f64,
-    /// True when the private learners' λ is `auto`.
-    #[serde(default)]
-    pub lambda_auto: bool,
-    /// λ of the non-private learners when it differs from `lambda`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub local_lambda: Option<f64>,
-    /// How the non-private learners chose their λ (`fixed` for summaries written before).
-    #[serde(default)]
-    pub local_baseline: LocalBaseline,
-    /// Each organisation's rows when they differ (`--rows-per-org`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sizes: Option<Vec<usize>>,
-    /// β.
-    pub beta: f64,
-    /// Training rows per organisation.
-    pub rows_per_org: usize,
-    /// Mean test accuracy of the centralised learner over trials.
-    pub centralised_accuracy: f64,
-    /// One row per ε.
-    pub rows: Vec<SummaryRow>,
-}
-
-/// Purposes of derived seeds (the last path element).
+/// Purposes of derived seeds (the last path element). Each simulated combiner declares its own
+/// ([`crate::aggregate::combiner::Simulated::purpose`]: mirror averaging 4, with the own learner
+/// 5, …), distinct from these.
 pub(crate) mod purpose {
     pub const DATA: u64 = 0;
     pub const SPLIT: u64 = 1;
     pub const NONPRIVATE_ORDER: u64 = 2;
     pub const NOISE: u64 = 3;
-    pub const ORDER: u64 = 4;
-    pub const WITH_OWN_ORDER: u64 = 5;
     pub const TUNE: u64 = 6;
+    /// All of the above.
+    #[cfg(test)]
+    pub const ALL: [u64; 5] = [DATA, SPLIT, NONPRIVATE_ORDER, NOISE, TUNE];
 }
 
 /// Checks `config` and builds its mechanism at every ε (once: the construction may calibrate,
@@ -359,28 +278,25 @@ fn run_epsilon(
         .and_then(|r| r.metadata.parameters.get("lambda").copied())
         .unwrap_or(f64::NAN);
     let private: Vec<LinearClassifier> = releases.into_iter().map(|r| r.classifier).collect();
-    let ma = MirrorAveraging::new(config.beta)?;
     let test = &trial.test;
     (0..trial.orgs.len())
         .map(|m| {
-            let own = &trial.orgs[m];
             let experts = others(&private, m);
-            let agg = ma.aggregate(
-                &experts,
-                own,
-                &mut derived_rng(config.seed, &[t, e as u64, m as u64, purpose::ORDER]),
-            )?;
-            let mut with_own_experts = experts.clone();
-            with_own_experts.push(trial.local[m].clone());
-            let with_own = ma.aggregate(
-                &with_own_experts,
-                own,
-                &mut derived_rng(
-                    config.seed,
-                    &[t, e as u64, m as u64, purpose::WITH_OWN_ORDER],
-                ),
-            )?;
-            let best = agg.best_single();
+            let inputs = Inputs {
+                experts: &experts,
+                data: &trial.orgs[m],
+                own: &trial.local[m],
+                beta: config.beta,
+            };
+            let combiners = Candidate::simulated()
+                .map(|(c, s)| {
+                    let path = [t, e as u64, m as u64, s.purpose];
+                    let fitted =
+                        c.combiner()
+                            .fit(&inputs, None, &mut derived_rng(config.seed, &path))?;
+                    Ok((c, fitted.classifier.accuracy(test)))
+                })
+                .collect::<Result<_, SelectError>>()?;
             Ok(OrgRun {
                 epsilon,
                 delta: config.delta,
@@ -388,32 +304,13 @@ fn run_epsilon(
                 org: m,
                 local_accuracy: trial.local_accuracy[m],
                 private_learner_accuracy: private[m].accuracy(test),
-                aggregate_accuracy: agg.classifier.accuracy(test),
-                with_own_accuracy: with_own.classifier.accuracy(test),
-                uniform_average_accuracy: uniform_average(&experts).accuracy(test),
-                best_single_accuracy: experts[best].accuracy(test),
+                combiners: PerCombiner(combiners),
                 nonprivate_aggregate_accuracy: trial.nonprivate_aggregate_accuracy[m],
                 centralised_accuracy: trial.centralised_accuracy,
             })
         })
         .collect::<Result<_, SimulationError>>()
         .map(|runs| (runs, lambda))
-}
-
-/// For one ε's runs: per trial (in trial order), the number of organisations whose private
-/// aggregate beats their own local learner — the count of seed 001 Table 2.
-pub fn improved_per_trial(runs: &[&OrgRun]) -> Vec<f64> {
-    let mut trials: Vec<usize> = runs.iter().map(|r| r.trial).collect();
-    trials.sort_unstable();
-    trials.dedup();
-    trials
-        .iter()
-        .map(|&t| {
-            runs.iter()
-                .filter(|r| r.trial == t && r.aggregate_accuracy > r.local_accuracy)
-                .count() as f64
-        })
-        .collect()
 }
 
 fn summarise(
@@ -429,22 +326,7 @@ fn summarise(
         .zip(lambdas)
         .map(|(&eps, &lambda)| {
             let rs: Vec<&OrgRun> = runs.iter().filter(|r| r.epsilon == eps).collect();
-            let col =
-                |f: fn(&OrgRun) -> f64| Summary::of(&rs.iter().map(|r| f(r)).collect::<Vec<_>>());
-            let improved = improved_per_trial(&rs);
-            SummaryRow {
-                epsilon: eps,
-                delta: config.delta,
-                local_accuracy: col(|r| r.local_accuracy),
-                private_learner_accuracy: col(|r| r.private_learner_accuracy),
-                aggregate_accuracy: col(|r| r.aggregate_accuracy),
-                nonprivate_aggregate_accuracy: col(|r| r.nonprivate_aggregate_accuracy),
-                improved_orgs: Summary::of(&improved),
-                with_own_accuracy: col(|r| r.with_own_accuracy),
-                uniform_average_accuracy: col(|r| r.uniform_average_accuracy),
-                best_single_accuracy: col(|r| r.best_single_accuracy),
-                private_lambda: lambda.is_finite().then_some(lambda),
-            }
+            results::summary_row(eps, config.delta, &rs, lambda)
         })
         .collect();
     SimulationSummary {
@@ -471,20 +353,11 @@ fn summarise(
     }
 }
 
-/// Writes `runs` as CSV (one line per (ε, trial, organisation)).
-pub fn runs_csv(runs: &[OrgRun]) -> Result<Vec<u8>, csv::Error> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    for r in runs {
-        w.serialize(r)?;
-    }
-    w.into_inner().map_err(|e| csv::Error::from(e.into_error()))
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    pub(super) fn small(seed: u64) -> SimulationConfig {
+    pub(crate) fn small(seed: u64) -> SimulationConfig {
         SimulationConfig {
             dataset: "synthetic".into(),
             source: DataSource::Synthetic(SyntheticSpec {
@@ -537,6 +410,20 @@ mod tests {
         let csv = String::from_utf8(runs_csv(&runs).expect("csv")).expect("utf8");
         assert_eq!(csv.lines().count(), 1 + runs.len());
         assert!(csv.starts_with("epsilon,delta,trial,org,local_accuracy"));
+    }
+
+    #[test]
+    fn every_simulated_combiner_draws_from_its_own_seed_purpose() {
+        let mut seen = purpose::ALL.to_vec();
+        for (c, s) in Candidate::simulated() {
+            assert!(
+                !seen.contains(&s.purpose),
+                "{} reuses {}",
+                c.name(),
+                s.purpose
+            );
+            seen.push(s.purpose);
+        }
     }
 
     #[test]

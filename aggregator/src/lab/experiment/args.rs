@@ -20,7 +20,7 @@ pub struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 pub(super) enum Command {
-    /// Reproduce seed 001 §5: Fig. 3–5, Table 2, every mechanism and every aggregator.
+    /// Reproduce Minami et al. 2015, §5: Fig. 3–5, Table 2, every mechanism and every aggregator.
     Paper(PaperArgs),
     /// Run the paper's protocol with one setting changed at a time (see EXPERIMENTS.md).
     Variants(VariantsArgs),
@@ -30,7 +30,7 @@ pub(super) enum Command {
     /// Is joining worth it? Tuned local, every final-model candidate, the final model, the
     /// trusted curator and centralised non-private, per dataset and ε (issue 12).
     Utility(UtilityArgs),
-    /// Synthetic data (seed 003) against mirror averaging at equal ε: every node's
+    /// Synthetic data (Miura et al. 2022) against mirror averaging at equal ε: every node's
     /// `mvn-synthetic-gaussian` rows pooled with the aggregator's, per dataset and ε (issue 14).
     Synthetic(SyntheticArgs),
 }
@@ -47,7 +47,7 @@ pub(super) struct PaperArgs {
     /// Master seed (simulation only: seeded noise gives no privacy).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Regulariser λ in (λ/2)‖θ‖² of every learner (seed 001 §5.1: 0.01).
+    /// Regulariser λ in (λ/2)‖θ‖² of every learner (Minami et al. 2015, §5.1: 0.01).
     #[arg(long, default_value_t = 0.01)]
     lambda: f64,
     /// λ of the non-private learners only (local-only, non-private exchange, centralised)

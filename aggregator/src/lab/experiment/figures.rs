@@ -5,10 +5,11 @@
 //! so the same runs always give the same bytes.
 
 use super::plot::{Figure, Line, Mark, PALETTE, Panel, Series, Shape};
-use dpagg_shared::simulation::{OrgRun, improved_per_trial};
+use dpagg_shared::aggregate::select::Candidate;
+use dpagg_shared::simulation::{OrgRun, PAPER, PerCombiner, improved_per_trial};
 use dpagg_shared::util::stats::Summary;
 
-/// The paper's numbers (seed 001 §5).
+/// The paper's numbers (Minami et al. 2015, §5).
 pub mod paper {
     /// §5.1: logistic regression on all 5,000 synthetic points.
     pub const SYNTHETIC_CENTRALISED: f64 = 0.999;
@@ -32,12 +33,13 @@ pub mod paper {
 }
 
 /// Mean ± sd of one quantity at one ε, plus per-trial extremes for counts.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Row {
     /// ε.
     pub epsilon: f64,
-    /// Mirror average of the others' private learners.
-    pub aggregate: Summary,
+    /// Each simulated combiner of the others' private learners, in registry order ([`PAPER`],
+    /// mirror averaging, first).
+    pub combiners: PerCombiner<Summary>,
     /// Individual private learners.
     pub private_learner: Summary,
     /// Local-only learner.
@@ -46,18 +48,24 @@ pub struct Row {
     pub nonprivate: Summary,
     /// Centralised learner (one value per trial).
     pub centralised: Summary,
-    /// Mirror average including the own local learner.
-    pub with_own: Summary,
-    /// Uniform average of the others' private learners.
-    pub uniform: Summary,
-    /// Best single private learner on own data.
-    pub best_single: Summary,
     /// Organisations per trial whose aggregate beats their local learner.
     pub improved: Summary,
     /// Fewest improved organisations in a trial.
     pub improved_min: f64,
     /// Most improved organisations in a trial.
     pub improved_max: f64,
+}
+
+impl Row {
+    /// The paper's method: the mirror average of the others' private learners.
+    pub fn aggregate(&self) -> Summary {
+        *self.combiners.get(PAPER)
+    }
+
+    /// The simulated combiners other than the paper's method, in registry order.
+    fn others(&self) -> impl Iterator<Item = &(Candidate, Summary)> {
+        self.combiners.iter().filter(|(c, _)| *c != PAPER)
+    }
 }
 
 /// Summarises runs per ε (in the order the ε first appear).
@@ -83,16 +91,19 @@ pub fn rows(runs: &[OrgRun]) -> Vec<Row> {
                 .filter_map(|&t| rs.iter().find(|r| r.trial == t))
                 .map(|r| r.centralised_accuracy)
                 .collect();
+            let combiners = Candidate::simulated()
+                .map(|(c, _)| {
+                    let values: Vec<f64> = rs.iter().map(|r| r.accuracy(c)).collect();
+                    (c, Summary::of(&values))
+                })
+                .collect();
             Row {
                 epsilon: eps,
-                aggregate: col(|r| r.aggregate_accuracy),
+                combiners: PerCombiner(combiners),
                 private_learner: col(|r| r.private_learner_accuracy),
                 local: col(|r| r.local_accuracy),
                 nonprivate: col(|r| r.nonprivate_aggregate_accuracy),
                 centralised: Summary::of(&centralised),
-                with_own: col(|r| r.with_own_accuracy),
-                uniform: col(|r| r.uniform_average_accuracy),
-                best_single: col(|r| r.best_single_accuracy),
                 improved: Summary::of(&improved),
                 improved_min: improved.iter().copied().fold(f64::INFINITY, f64::min),
                 improved_max: improved.iter().copied().fold(f64::NEG_INFINITY, f64::max),
@@ -136,50 +147,49 @@ pub fn csv_text(header: &[&str], lines: &[Vec<String>]) -> Result<Vec<u8>, csv::
     w.into_inner().map_err(|e| csv::Error::from(e.into_error()))
 }
 
-/// The columns of `fig3_synthetic.csv`, `fig4_breast_cancer.csv` and `fig5_diabetes.csv`.
-pub const SWEEP_HEADER: [&str; 23] = [
-    "epsilon",
-    "aggregate_mean",
-    "aggregate_sd",
-    "private_learner_mean",
-    "private_learner_sd",
-    "local_mean",
-    "local_sd",
-    "nonprivate_aggregate_mean",
-    "nonprivate_aggregate_sd",
-    "centralised_mean",
-    "centralised_sd",
-    "with_own_mean",
-    "with_own_sd",
-    "uniform_average_mean",
-    "uniform_average_sd",
-    "best_single_mean",
-    "best_single_sd",
-    "improved_mean",
-    "improved_sd",
-    "improved_min",
-    "improved_max",
-    "orgs",
-    "trials",
-];
+/// The columns of `fig3_synthetic.csv`, `fig4_breast_cancer.csv` and `fig5_diabetes.csv`: the
+/// paper's method, the baselines, every other simulated combiner (its column's prefix), the
+/// improvement count.
+pub fn sweep_header() -> Vec<String> {
+    let pair = |p: &str| [format!("{p}_mean"), format!("{p}_sd")];
+    let paper = Candidate::simulated()
+        .find(|(c, _)| *c == PAPER)
+        .map_or("aggregate", |(_, s)| s.prefix());
+    let mut h = vec!["epsilon".to_owned()];
+    h.extend(pair(paper));
+    for p in [
+        "private_learner",
+        "local",
+        "nonprivate_aggregate",
+        "centralised",
+    ] {
+        h.extend(pair(p));
+    }
+    for (_, s) in Candidate::simulated().filter(|(c, _)| *c != PAPER) {
+        h.extend(pair(s.prefix()));
+    }
+    h.extend(pair("improved"));
+    h.extend(["improved_min", "improved_max", "orgs", "trials"].map(String::from));
+    h
+}
 
-/// One line of a sweep CSV.
+/// One line of a sweep CSV, in [`sweep_header`]'s order.
 pub fn sweep_line(r: &Row, orgs: usize, trials: usize) -> Vec<String> {
     let ms = |s: &Summary| [num(s.mean), num(s.sd)];
     let mut v = vec![eps(r.epsilon)];
     for s in [
-        &r.aggregate,
+        &r.aggregate(),
         &r.private_learner,
         &r.local,
         &r.nonprivate,
         &r.centralised,
-        &r.with_own,
-        &r.uniform,
-        &r.best_single,
-        &r.improved,
     ] {
         v.extend(ms(s));
     }
+    for (_, s) in r.others() {
+        v.extend(ms(s));
+    }
+    v.extend(ms(&r.improved));
     v.push(num(r.improved_min));
     v.push(num(r.improved_max));
     v.push(orgs.to_string());
@@ -253,7 +263,7 @@ pub fn sweep_panel(
         points(
             "private aggregate (mirror averaging)",
             rows,
-            |r| r.aggregate,
+            |r| r.aggregate(),
             Shape::Circle,
             PALETTE[0],
         ),
@@ -299,60 +309,59 @@ pub fn sweep_panel(
     }
 }
 
-/// Mirror averaging against the other aggregators on the same private learners.
+/// The marker and colour of the n-th simulated combiner in [`aggregator_panel`].
+const COMBINER_STYLES: [(Shape, usize); 4] = [
+    (Shape::Circle, 0),
+    (Shape::Ring, 4),
+    (Shape::Square, 1),
+    (Shape::Triangle, 5),
+];
+
+/// Mirror averaging against the other simulated combiners on the same private learners.
 pub fn aggregator_panel(title: &str, rows: &[Row]) -> Panel {
+    let mut series: Vec<Series> = Candidate::simulated()
+        .enumerate()
+        .map(|(n, (c, _))| {
+            let (shape, colour) = COMBINER_STYLES[n % COMBINER_STYLES.len()];
+            Series {
+                name: c.label().to_owned(),
+                points: rows
+                    .iter()
+                    .map(|r| {
+                        let s = r.combiners.get(c);
+                        (r.epsilon, s.mean, s.sd)
+                    })
+                    .collect(),
+                mark: Mark::Points(shape),
+                // Past the table, colours move on so no two combiners coincide.
+                colour: PALETTE[(colour + n / COMBINER_STYLES.len()) % PALETTE.len()],
+            }
+        })
+        .collect();
+    series.push(overall_level(
+        "local only",
+        rows,
+        |r| r.local,
+        Line::DashDot,
+        PALETTE[2],
+    ));
     Panel {
         title: title.to_owned(),
         x_label: "privacy parameter ε".into(),
         y_label: "test accuracy".into(),
         x_range: x_range(rows),
         y_range: (0.0, 1.05),
-        series: vec![
-            points(
-                "mirror averaging",
-                rows,
-                |r| r.aggregate,
-                Shape::Circle,
-                PALETTE[0],
-            ),
-            points(
-                "mirror averaging + own learner",
-                rows,
-                |r| r.with_own,
-                Shape::Ring,
-                PALETTE[4],
-            ),
-            points(
-                "uniform average",
-                rows,
-                |r| r.uniform,
-                Shape::Square,
-                PALETTE[1],
-            ),
-            points(
-                "best single learner",
-                rows,
-                |r| r.best_single,
-                Shape::Triangle,
-                PALETTE[5],
-            ),
-            overall_level("local only", rows, |r| r.local, Line::DashDot, PALETTE[2]),
-        ],
+        series,
         dodge: 0.005,
     }
 }
 
-/// `fig7_aggregators.csv` lines for one dataset.
+/// `fig7_aggregators.csv` lines for one dataset: every simulated combiner, then local only.
 pub fn aggregator_lines(dataset: &str, rows: &[Row]) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     for r in rows {
-        for (name, s) in [
-            ("mirror-averaging", r.aggregate),
-            ("mirror-averaging-with-own", r.with_own),
-            ("uniform-average", r.uniform),
-            ("best-single", r.best_single),
-            ("local-only", r.local),
-        ] {
+        let named = Candidate::simulated().map(|(c, s)| (s.table_name, *r.combiners.get(c)));
+        for (name, s) in named.chain([("local-only", r.local)]) {
             out.push(vec![
                 dataset.to_owned(),
                 eps(r.epsilon),
@@ -421,8 +430,8 @@ pub fn mechanism_line(p: &MechanismPoint) -> Vec<String> {
         Ok(r) => {
             v.push("ok".into());
             for s in [
-                r.aggregate.mean,
-                r.aggregate.sd,
+                r.aggregate().mean,
+                r.aggregate().sd,
                 r.private_learner.mean,
                 r.private_learner.sd,
                 r.local.mean,
@@ -459,7 +468,7 @@ pub fn mechanism_panel(title: &str, points: &[MechanismPoint], local: f64) -> Pa
                     p.outcome
                         .as_ref()
                         .ok()
-                        .map(|r| (p.epsilon, r.aggregate.mean, r.aggregate.sd))
+                        .map(|r| (p.epsilon, r.aggregate().mean, r.aggregate().sd))
                 })
                 .collect();
             let refused = points

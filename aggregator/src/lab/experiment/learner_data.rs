@@ -5,11 +5,11 @@
 //! Real data: in every trial a class-stratified test set of the paper's size (84 + 84 Diabetes,
 //! 85 + 84 Breast Cancer) is drawn; the other rows are the "all" training set (600 / 400, the
 //! trusted-curator reference), and a random subset of one organisation's size (60 / 40) is the
-//! "org" training set. Synthetic data (seed 001 §5.1) is drawn once from the seed: the 500 + 500
-//! test points are fixed, "all" is the 5,000 training points and "org" 50 of them per trial.
-//! The clinic scenario ([`dpagg_shared::data::clinic`]) is drawn once too: 5,000 fixed test rows,
-//! "all" is the nine hospitals' 18,000 training rows and "org" one hospital's 2,000 per trial.
-//! Row indices refer to the bundled CSV files (0-based, header excluded) and, for generated
+//! "org" training set. Synthetic data (Minami et al. 2015, §5.1) is drawn once from the seed: the
+//! 500 + 500 test points are fixed, "all" is the 5,000 training points and "org" 50 of them per
+//! trial. The clinic scenario ([`dpagg_shared::data::clinic`]) is drawn once too: 5,000 fixed test
+//! rows, "all" is the nine hospitals' 18,000 training rows and "org" one hospital's 2,000 per
+//! trial. Row indices refer to the bundled CSV files (0-based, header excluded) and, for generated
 //! data, to `synthetic.csv` / `clinic.csv` (training rows first).
 
 use super::figures::csv_text;

@@ -1,4 +1,4 @@
-//! `dpagg-aggregator experiment`: the reproduction of seed 001 §5 (issue 5).
+//! `dpagg-aggregator experiment`: the reproduction of Minami et al. 2015, §5 (issue 5).
 //!
 //! - `experiment paper --out DIR` runs the paper's setups with [`dpagg_shared::simulation`] (Fig. 3
 //!   and Table 2 on synthetic data, Fig. 4 Breast Cancer, Fig. 5 Diabetes), a figure of every

@@ -1,5 +1,5 @@
-//! `experiment paper`: the orchestration of the reproduction of seed 001 §5, one function per
-//! output.
+//! `experiment paper`: the orchestration of the reproduction of Minami et al. 2015, §5, one
+//! function per output.
 //!
 //! In order: the sweeps of Fig. 3–5 (objective perturbation over each dataset's ε grid, with
 //! their raw runs), Table 2, Fig. 7 (the aggregators, from the same sweeps), Fig. 6 (every
@@ -81,6 +81,8 @@ fn write_sweep(
     let runs = cache.simulate(&config, bar).map_err(anyhow::Error::msg)?;
     write(out, &format!("runs_{}.csv", data.name()), &runs_csv(&runs)?)?;
     let rows = figures::rows(&runs);
+    let header = figures::sweep_header();
+    let sweep_header: Vec<&str> = header.iter().map(String::as_str).collect();
     let lines: Vec<Vec<String>> = rows
         .iter()
         .map(|r| figures::sweep_line(r, config.orgs, config.trials))
@@ -88,7 +90,7 @@ fn write_sweep(
     write(
         out,
         &format!("{stem}.csv"),
-        &figures::csv_text(&figures::SWEEP_HEADER, &lines)?,
+        &figures::csv_text(&sweep_header, &lines)?,
     )?;
     let paper_levels: &[(&str, f64)] = match data {
         Data::Synthetic => &[
@@ -164,7 +166,7 @@ fn print_paper_vs_ours(
 ) -> std::io::Result<()> {
     writeln!(
         stdout,
-        "seed 001 §5 reproduction: {} trials, seed {}, λ = {}{}, {} normalisation, {} synthetic points\n",
+        "Reproduction of Minami et al. 2015, §5: {} trials, seed {}, λ = {}{}, {} normalisation, {} synthetic points\n",
         setup.trials,
         setup.seed,
         setup.lambda,

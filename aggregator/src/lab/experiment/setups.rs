@@ -41,7 +41,7 @@ impl Normalisation {
 /// Law of the synthetic points.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(super) enum Points {
-    /// Uniform on the unit sphere (seed 001 §5.1).
+    /// Uniform on the unit sphere (Minami et al. 2015, §5.1).
     Sphere,
     /// u uniform on [0, 1]^10, then u/‖u‖ (not the paper's law; see EXPERIMENTS.md).
     NormalisedCube,

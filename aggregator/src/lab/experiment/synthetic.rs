@@ -10,8 +10,8 @@
 //!   *raw* values ([`dpagg_shared::data::csv::RawRows`]); so that the raw and the normalised rows
 //!   of a node are the same records, `utility`'s split is applied to a dataset whose only feature
 //!   is the row number, and both row sets are taken by those numbers.
-//! - **synthetic**: seed 001 §5.1 (5,000 training points over 100 organisations of 50, 1,000 test
-//!   points); organisation 1 aggregates, 99 nodes. These points have no raw units: their
+//! - **synthetic**: Minami et al. 2015, §5.1 (5,000 training points over 100 organisations of 50,
+//!   1,000 test points); organisation 1 aggregates, 99 nodes. These points have no raw units: their
 //!   coordinates are taken as raw values of a schema of 10 features bounded by [−1, 1], no
 //!   intercept, whose ball map is the identity followed by the projection onto the unit ball
 //!   (row_scale 1, centre 0, scale 1); the real points lie on the unit sphere, so it leaves them
@@ -23,8 +23,8 @@
 //!    local candidate, as `experiment utility` reports it).
 //! 2. *mirror averaging*: every node releases objective perturbation at ε (ε-DP, δ = 0, λ =
 //!    auto, [`super::utility::private_learner`]); the aggregator combines the learners by mirror
-//!    averaging (seed 001 eq. 17) on its own rows — `experiment utility`'s column, by the same
-//!    code ([`dpagg_shared::aggregate::select::choose_final`]).
+//!    averaging (Minami et al. 2015, eq. 17) on its own rows — `experiment utility`'s column, by
+//!    the same code ([`dpagg_shared::aggregate::select::choose_final`]).
 //! 3. *synthetic pooled (rows = n)*: every node makes the `mvn-synthetic-gaussian` release (seed
 //!    003's normal fitted to its rows with Gaussian-perturbed mean and second moment) at
 //!    (ε, δ = 10⁻⁶) through the node's dispatcher ([`dpagg_shared::privacy::data_release::plan`]),

@@ -29,7 +29,7 @@ pub(super) const TABLE2_HEADER: [&str; 8] = [
 
 /// The smallest ε of the grid from which the aggregate's mean beats local-only's at every larger ε.
 pub(super) fn threshold(rows: &[Row]) -> Option<f64> {
-    final_run_start(rows, |r| r.aggregate.mean > r.local.mean)
+    final_run_start(rows, |r| r.aggregate().mean > r.local.mean)
 }
 
 /// The smallest ε of the grid from which `holds` is true at every larger ε.
@@ -112,7 +112,7 @@ fn synthetic_claims(rows: &[Row]) -> Vec<Vec<String>> {
         }
     }
     if let Some(r) = rows.first() {
-        let beats = if r.aggregate.mean > r.local.mean {
+        let beats = if r.aggregate().mean > r.local.mean {
             "yes"
         } else {
             "no"
@@ -123,7 +123,7 @@ fn synthetic_claims(rows: &[Row]) -> Vec<Vec<String>> {
                 eps(r.epsilon)
             ),
             "yes".into(),
-            format!("{beats} ({:.3} vs {:.3})", r.aggregate.mean, r.local.mean),
+            format!("{beats} ({:.3} vs {:.3})", r.aggregate().mean, r.local.mean),
         ));
     }
     cmp
@@ -140,7 +140,7 @@ fn real_claims(b: Bundled, rows: &[Row]) -> Vec<Vec<String>> {
         Bundled::Diabetes => (
             "0.3",
             "aggregate mean ≥ local-only from ε =",
-            final_run_start(rows, |r| r.aggregate.mean >= r.local.mean),
+            final_run_start(rows, |r| r.aggregate().mean >= r.local.mean),
         ),
     };
     let mut cmp = vec![line(
@@ -152,7 +152,7 @@ fn real_claims(b: Bundled, rows: &[Row]) -> Vec<Vec<String>> {
         let below: Vec<&Row> = rows.iter().filter(|r| r.epsilon < 1.5).collect();
         let beats = below
             .iter()
-            .filter(|r| r.aggregate.mean > r.local.mean)
+            .filter(|r| r.aggregate().mean > r.local.mean)
             .count();
         cmp.push(line(
             "breast-cancer: ε < 1.5 where the aggregate mean beats local-only".into(),
@@ -222,7 +222,7 @@ pub(super) fn variants_line(name: &str, what: &str, rows: &[Row], shown: &[f64])
         figures::overall(rows, |r| r.centralised),
         figures::overall(rows, |r| r.local),
         figures::overall(rows, |r| r.nonprivate),
-        joined(|r| format!("{:.3}", r.aggregate.mean)),
+        joined(|r| format!("{:.3}", r.aggregate().mean)),
         joined(|r| format!("{:.1}", r.improved.mean)),
         threshold(rows).map_or_else(|| "never".into(), eps),
         what
@@ -315,6 +315,7 @@ pub(super) fn learners_markdown(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dpagg_shared::simulation::{PAPER, PerCombiner};
 
     #[test]
     fn threshold_is_the_start_of_the_final_winning_run() {
@@ -322,14 +323,11 @@ mod tests {
             let s = |m: f64| Summary { mean: m, sd: 0.0 };
             Row {
                 epsilon: e,
-                aggregate: s(agg),
+                combiners: PerCombiner(vec![(PAPER, s(agg))]),
                 private_learner: s(0.5),
                 local: s(0.6),
                 nonprivate: s(0.9),
                 centralised: s(0.9),
-                with_own: s(0.5),
-                uniform: s(0.5),
-                best_single: s(0.5),
                 improved: s(1.0),
                 improved_min: 0.0,
                 improved_max: 2.0,

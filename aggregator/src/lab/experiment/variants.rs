@@ -124,8 +124,9 @@ pub(super) fn run(args: VariantsArgs, stdout: &mut Out) -> Result<()> {
         }
     }
     bar.finish_and_clear();
+    let sweep = figures::sweep_header();
     let mut header = vec!["dataset", "variant"];
-    header.extend(figures::SWEEP_HEADER);
+    header.extend(sweep.iter().map(String::as_str));
     write(out, "variants.csv", &figures::csv_text(&header, &lines)?)?;
     let md = table.join("\n") + "\n";
     write(out, "variants.md", md.as_bytes())?;

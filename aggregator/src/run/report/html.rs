@@ -65,8 +65,8 @@ impl Report {
             syn.pooled_rows - syn.synthetic_rows,
             syn.lambda,
             syn.accuracy,
-            self.mirror_averaged_accuracy,
-            self.local_baseline_accuracy,
+            self.accuracy(Candidate::MirrorAveraging),
+            self.accuracy(Candidate::Local),
         )
     }
 
@@ -148,7 +148,7 @@ p.warning {{ background: #fff3cd; border-left: 4px solid #e0a800; padding: 0.4em
 </style></head><body>
 <h1>dpagg aggregation report</h1>
 <p>Generated {generated}. Asked for: {request}. {included} node(s) included, {excluded} excluded.
-Mirror averaging (seed 001 eq. 15–17) with β = {beta} on {train} own training rows; accuracies on
+Mirror averaging (Minami et al. 2015, eq. 15–17) with β = {beta} on {train} own training rows; accuracies on
 {test} own test rows. Schema fingerprint <code>{fp}</code>.</p>
 <p class="headline"><b>{headline}</b></p>
 {candidates}
@@ -184,7 +184,7 @@ without looking at the test rows), scored on the test rows.</p>
             privacy = esc(FINAL_PRIVACY),
             chart = bar_chart(&self.bars()),
             rows = self.node_rows(),
-            own = self.own_learner_mixing_weight,
+            own = self.candidate_accuracies.own_learner_mixing_weight,
             synthetic = self.synthetic_html(),
         )
     }

@@ -12,6 +12,7 @@ use crate::run::synthetic::SyntheticView;
 use crate::run::trust::SignatureView;
 use anyhow::{Context, Result};
 use dpagg_shared::Dataset;
+pub use dpagg_shared::aggregate::combiner::Accuracies;
 use dpagg_shared::aggregate::select::{Candidate, FinalModel, paired_gain};
 use dpagg_shared::data::schema::Schema;
 use dpagg_shared::privacy::release::PublishedLearner;
@@ -145,23 +146,18 @@ pub struct Report {
     pub included: usize,
     /// Nodes excluded.
     pub excluded: usize,
-    /// The aggregator's non-private learner on its own training rows, λ tuned by
-    /// cross-validation on those rows: what it has without joining.
-    pub local_baseline_accuracy: f64,
-    /// Mirror averaging of the included learners (eq. 17).
-    pub mirror_averaged_accuracy: f64,
-    /// Mirror averaging with the aggregator's own learner as one more expert.
-    pub with_own_learner_accuracy: f64,
-    /// The own learner's mixing weight in that aggregate.
-    pub own_learner_mixing_weight: f64,
-    /// Stacking on the own features and the learners' margins.
-    pub stacking_accuracy: f64,
+    /// The test accuracies of the selectable combiners that declare a `report.json` key (the
+    /// local baseline — the aggregator's non-private learner, λ tuned by cross-validation on its
+    /// own training rows: what it has without joining —, mirror averaging of the included
+    /// learners, the same with the own learner as one more expert, stacking), each under its
+    /// key, in registry order.
+    #[serde(flatten)]
+    pub candidate_accuracies: Accuracies,
     /// The final model: the candidate chosen by cross-validation on own training rows.
     pub final_model: FinalView,
-    /// Uniform average of the included learners.
-    pub uniform_average_accuracy: f64,
-    /// The included learner with the smallest loss on the own training rows.
-    pub best_single_accuracy: f64,
+    /// The comparators' test accuracies (uniform average, best single learner), the same way.
+    #[serde(flatten)]
+    pub comparator_accuracies: Accuracies,
     /// The accuracies above with their 95 % Wilson intervals on `test_rows` rows.
     pub summary: Vec<SummaryLine>,
     /// What limits how far the accuracies can be trusted (a tiny or one-class split).
@@ -182,7 +178,7 @@ pub struct Report {
 }
 
 /// What the final model says in words about its privacy.
-pub const FINAL_PRIVACY: &str = "The final model is differentially private with respect to each other organisation's records (it post-processes their releases; seed 001 Proposition 4.1), but not with respect to the aggregator's own records, which it uses without noise: do not publish it as a private release.";
+pub const FINAL_PRIVACY: &str = "The final model is differentially private with respect to each other organisation's records (it post-processes their releases; Minami et al. 2015, Proposition 4.1), but not with respect to the aggregator's own records, which it uses without noise: do not publish it as a private release.";
 
 /// One candidate of the final model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -357,6 +353,26 @@ pub fn split_warnings(train: &Dataset, test: &Dataset) -> Vec<String> {
 }
 
 impl Report {
+    /// Every reported combiner's test accuracy: the candidates', then the comparators'.
+    pub fn reported(&self) -> impl Iterator<Item = (Candidate, f64)> + '_ {
+        self.candidate_accuracies
+            .values
+            .iter()
+            .chain(self.comparator_accuracies.values.iter())
+            .map(|(c, v)| (*c, *v))
+    }
+
+    /// The test accuracy of `c`.
+    ///
+    /// # Panics
+    /// If `c` has no `report.json` key (every combiner the aggregator names has one).
+    pub fn accuracy(&self, c: Candidate) -> f64 {
+        self.reported()
+            .find(|(k, _)| *k == c)
+            .map(|(_, v)| v)
+            .unwrap_or_else(|| panic!("the report has no accuracy of {}", c.name()))
+    }
+
     /// Fills [`Report::summary`] from the accuracies and the test rows.
     pub fn with_summary(mut self) -> Self {
         self.summary = Self::summary_lines(self.accuracies(), self.test_rows);
@@ -381,26 +397,19 @@ impl Report {
             .collect()
     }
 
-    /// The accuracies of the summary, in report order (the tuned local model first).
+    /// The accuracies of the summary, in report order: the tuned local model, the final
+    /// model, then every other reported combiner (its file's label) in registry order.
     pub fn accuracies(&self) -> Vec<(&'static str, f64)> {
-        let mut lines = vec![
-            (
-                "local baseline (tuned, own data only)",
-                self.local_baseline_accuracy,
-            ),
-            (
-                "final model (chosen on own data)",
-                self.final_model.test_accuracy,
-            ),
-            ("mirror averaging", self.mirror_averaged_accuracy),
-            (
-                "mirror averaging + own learner",
-                self.with_own_learner_accuracy,
-            ),
-            ("stacking", self.stacking_accuracy),
-            ("uniform average", self.uniform_average_accuracy),
-            ("best single learner", self.best_single_accuracy),
-        ];
+        let mut lines = Vec::new();
+        for (c, v) in self.reported() {
+            lines.push((c.label(), v));
+            if c == Candidate::Local {
+                lines.push((
+                    "final model (chosen on own data)",
+                    self.final_model.test_accuracy,
+                ));
+            }
+        }
         if let Some(s) = &self.synthetic {
             lines.push(("synthetic rows + own rows (pooled)", s.accuracy));
         }

@@ -14,13 +14,19 @@ fn node_strings_are_escaped_in_html() {
         test_rows: 5,
         included: 1,
         excluded: 0,
-        local_baseline_accuracy: 0.5,
-        mirror_averaged_accuracy: 0.6,
-        with_own_learner_accuracy: 0.6,
-        own_learner_mixing_weight: 0.1,
-        uniform_average_accuracy: 0.5,
-        best_single_accuracy: 0.6,
-        stacking_accuracy: 0.65,
+        candidate_accuracies: Accuracies::measure(
+            Candidate::all(),
+            |c| {
+                if c == Candidate::Local {
+                    0.5
+                } else if c == Candidate::Stacking {
+                    0.65
+                } else {
+                    0.6
+                }
+            },
+            0.1,
+        ),
         final_model: FinalView {
             chosen: "stacking",
             test_accuracy: 0.65,
@@ -33,6 +39,7 @@ fn node_strings_are_escaped_in_html() {
             weights: vec![1.0],
             privacy: FINAL_PRIVACY,
         },
+        comparator_accuracies: Accuracies::measure(Candidate::comparators(), |_| 0.5, 0.0),
         summary: Vec::new(),
         warnings: vec!["a <b>warning</b>".into()],
         nodes: vec![NodeReport {
@@ -87,6 +94,39 @@ fn node_strings_are_escaped_in_html() {
     assert!(html.contains("&lt;script&gt;"));
     assert!(html.contains("<svg") && html.contains("accuracy</text>"));
     assert!(report.table().contains("mirror averaging"));
+    // report.json keeps the keys and order it had when each combiner was a field (the Python
+    // client and `verify` read them; signatures cover the serialised bytes).
+    let json = serde_json::to_string_pretty(&report).expect("json");
+    let at = |key: &str| {
+        json.find(&format!("\n  \"{key}\": "))
+            .unwrap_or_else(|| panic!("{key} missing"))
+    };
+    let keys = [
+        "excluded",
+        "local_baseline_accuracy",
+        "mirror_averaged_accuracy",
+        "with_own_learner_accuracy",
+        "own_learner_mixing_weight",
+        "stacking_accuracy",
+        "final_model",
+        "uniform_average_accuracy",
+        "best_single_accuracy",
+        "summary",
+    ];
+    assert!(keys.windows(2).all(|w| at(w[0]) < at(w[1])), "{json}");
+    let summary: Vec<&str> = report.summary.iter().map(|l| l.name).collect();
+    assert_eq!(
+        summary,
+        [
+            "local baseline (tuned, own data only)",
+            "final model (chosen on own data)",
+            "mirror averaging",
+            "mirror averaging + own learner",
+            "stacking",
+            "uniform average",
+            "best single learner"
+        ]
+    );
     // Every candidate the selection can choose is defined where the report names it, and the
     // mixing-weight column is not labelled λ (the regulariser's name).
     assert!(

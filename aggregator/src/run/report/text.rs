@@ -1,6 +1,7 @@
 //! The terminal table of a [`Report`], and the number formats the HTML shares.
 
 use super::Report;
+use dpagg_shared::aggregate::select::Candidate;
 use std::fmt::Write as _;
 
 /// δ in a cell: `–` when unknown, `0`, or one significant digit.
@@ -72,9 +73,9 @@ impl Report {
             let _ = writeln!(
                 s,
                 "  the pooled model is {:+.1} points from the local baseline and {:+.1} from mirror averaging; the final model is chosen without it{}",
-                points(self.local_baseline_accuracy),
-                points(self.mirror_averaged_accuracy),
-                if syn.accuracy < self.local_baseline_accuracy {
+                points(self.accuracy(Candidate::Local)),
+                points(self.accuracy(Candidate::MirrorAveraging)),
+                if syn.accuracy < self.accuracy(Candidate::Local) {
                     " (here the synthetic rows made the pooled model worse than your own rows alone)"
                 } else {
                     ""

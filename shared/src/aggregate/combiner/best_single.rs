@@ -2,7 +2,7 @@
 //! logistic risk on the own rows it is fitted on (chosen without the test rows). A comparator,
 //! reported but never chosen.
 
-use super::{Combined, Combiner, Inputs};
+use super::{Combined, Combiner, Inputs, Simulated};
 use crate::aggregate::best_single;
 use crate::aggregate::select::SelectError;
 use rand::rngs::ChaCha20Rng;
@@ -21,6 +21,22 @@ impl Combiner for BestSingle {
 
     fn definition(&self) -> &'static str {
         "the one organisation's learner with the smallest logistic loss on the own training rows"
+    }
+
+    fn label(&self) -> &'static str {
+        "best single learner"
+    }
+
+    fn report_key(&self) -> Option<&'static str> {
+        Some("best_single_accuracy")
+    }
+
+    fn simulated(&self) -> Option<Simulated> {
+        Some(Simulated {
+            column: "best_single_accuracy",
+            table_name: "best-single",
+            purpose: 8,
+        })
     }
 
     fn selectable(&self) -> bool {

@@ -1,9 +1,11 @@
 //! A test-only combiner that shows what adding a combiner takes: this file and one line in the
 //! registry (`combiners!` in [`super`]), nothing else. It predicts with θ = 0 (every row +1):
 //! a selectable candidate the selection builds in every fold, scores and reports, and that
-//! never beats a useful local model.
+//! never beats a useful local model; with its `report_key` it is an entry of `report.json`'s
+//! accuracies and a line of the report's summary, and with `simulated` a column of the
+//! simulation's `runs.csv` and `summary.json` — no struct gains a field.
 
-use super::{Combined, Combiner, Inputs};
+use super::{Combined, Combiner, Inputs, Simulated};
 use crate::aggregate::select::SelectError;
 use crate::learn::classifier::LinearClassifier;
 use rand::rngs::ChaCha20Rng;
@@ -23,6 +25,22 @@ impl Combiner for Zero {
         "tests only: θ = 0"
     }
 
+    fn label(&self) -> &'static str {
+        "example: θ = 0"
+    }
+
+    fn report_key(&self) -> Option<&'static str> {
+        Some("example_zero_accuracy")
+    }
+
+    fn simulated(&self) -> Option<Simulated> {
+        Some(Simulated {
+            column: "example_zero_accuracy",
+            table_name: "example-zero",
+            purpose: 9,
+        })
+    }
+
     fn fit(
         &self,
         inputs: &Inputs<'_>,
@@ -35,7 +53,9 @@ impl Combiner for Zero {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Candidate;
+    use super::super::{Accuracies, Candidate};
+    use crate::simulation::tests::small;
+    use crate::simulation::{run, runs_csv};
     use crate::aggregate::select::{SelectionConfig, choose_final};
     use crate::data::dataset::Dataset;
     use crate::learn::classifier::LinearClassifier;
@@ -59,5 +79,34 @@ mod tests {
         let cv = f.cv.iter().find(|e| e.candidate == zero).expect("scored");
         assert!(cv.gain < 0.0, "{cv:?}");
         assert_ne!(f.chosen, zero);
+    }
+
+    #[test]
+    fn a_registered_combiner_is_a_key_of_the_reported_accuracies() {
+        let zero = Candidate::all().find(|c| c.name() == "example-zero").expect("registered");
+        let acc = Accuracies::measure(Candidate::all(), |c| if c == zero { 0.25 } else { 0.5 }, 0.1);
+        let json = serde_json::to_string(&acc).expect("json");
+        // After the other candidates (registry order) and the own learner's weight.
+        assert!(
+            json.ends_with(r#""stacking_accuracy":0.5,"example_zero_accuracy":0.25}"#),
+            "{json}"
+        );
+        assert!(json.contains(r#""own_learner_mixing_weight":0.1"#), "{json}");
+    }
+
+    #[test]
+    fn a_registered_combiner_is_a_column_of_the_simulation() {
+        let zero = Candidate::all().find(|c| c.name() == "example-zero").expect("registered");
+        let (summary, runs) = run(&small(3), &|| {}).expect("run");
+        let csv = String::from_utf8(runs_csv(&runs).expect("csv")).expect("utf8");
+        let header = csv.lines().next().unwrap_or_default();
+        assert!(
+            header.contains(",best_single_accuracy,example_zero_accuracy,nonprivate_aggregate"),
+            "{header}"
+        );
+        // θ = 0 predicts one class; the synthetic test set is balanced.
+        assert!(runs.iter().all(|r| r.accuracy(zero) == 0.5));
+        let json = serde_json::to_value(&summary).expect("json");
+        assert_eq!(json["rows"][0]["example_zero_accuracy"]["mean"], 0.5);
     }
 }

@@ -23,6 +23,14 @@ impl Combiner for Local {
         "the local baseline: a non-private logistic regression on the own training rows, λ tuned by cross-validation"
     }
 
+    fn label(&self) -> &'static str {
+        "local baseline (tuned, own data only)"
+    }
+
+    fn report_key(&self) -> Option<&'static str> {
+        Some("local_baseline_accuracy")
+    }
+
     fn tune(&self, tuning: &Tuning<'_>) -> Result<Option<f64>, SelectError> {
         Ok(Some(tuning.local_lambda))
     }

@@ -1,7 +1,7 @@
-//! Mirror averaging of the other organisations' learners (seed 001 §3.2, eq. 15–17): the
+//! Mirror averaging of the other organisations' learners (Minami et al. 2015, §3.2, eq. 15–17): the
 //! paper's method, always reported. Without experts it is the local model.
 
-use super::{Combined, Combiner, Inputs};
+use super::{Combined, Combiner, Inputs, Simulated};
 use crate::aggregate::MirrorAveraging as Mirror;
 use crate::aggregate::select::SelectError;
 use rand::rngs::ChaCha20Rng;
@@ -19,7 +19,23 @@ impl Combiner for MirrorAveraging {
     }
 
     fn definition(&self) -> &'static str {
-        "mirror averaging of the included learners (seed 001 eq. 17), weighted by their loss on the own training rows"
+        "mirror averaging of the included learners (Minami et al. 2015, eq. 17), weighted by their loss on the own training rows"
+    }
+
+    fn label(&self) -> &'static str {
+        "mirror averaging"
+    }
+
+    fn report_key(&self) -> Option<&'static str> {
+        Some("mirror_averaged_accuracy")
+    }
+
+    fn simulated(&self) -> Option<Simulated> {
+        Some(Simulated {
+            column: "aggregate_accuracy",
+            table_name: "mirror-averaging",
+            purpose: 4,
+        })
     }
 
     fn fit(

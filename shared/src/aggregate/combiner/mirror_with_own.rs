@@ -1,5 +1,6 @@
-//! Mirror averaging (seed 001 eq. 17) with the aggregator's own model as one more expert:
-//! never much worse than the better of the two on the own rows (eq. 20's oracle inequality).
+//! Mirror averaging (Minami et al. 2015, eq. 17) with the aggregator's own model as one more
+//! expert: never much worse than the better of the two on the own rows (eq. 20's oracle
+//! inequality).
 //!
 //! **Cross-fitted.** Eq. 15 weights each expert by its losses on the rows. The others' learners
 //! never saw the aggregator's rows, but the own model was fitted on them, so its in-sample
@@ -7,8 +8,12 @@
 //! row comes from a model fitted on the other [`CROSS_FOLDS`] − 1 folds (stratified, drawn from
 //! the fold's randomness), so every expert is scored on rows it did not see; the aggregate
 //! then mixes the own model fitted on all rows with the weights so earned.
+//!
+//! Without a tuned λ (the simulation of the paper's experiments fits its combiners untuned)
+//! the own model cannot be refitted, and the own expert is scored in-sample, as the paper's
+//! protocol does: those columns of `experiment paper` are unchanged.
 
-use super::{Combined, Combiner, Inputs, Tuning};
+use super::{Combined, Combiner, Inputs, Simulated, Tuning};
 use crate::aggregate::MirrorAveraging;
 use crate::aggregate::comparators::combine;
 use crate::aggregate::select::{SelectError, fit_on_path, stratified_folds};
@@ -41,13 +46,31 @@ impl Combiner for MirrorWithOwn {
         Ok(Some(tuning.local_lambda))
     }
 
+    fn label(&self) -> &'static str {
+        "mirror averaging + own learner"
+    }
+
+    fn report_key(&self) -> Option<&'static str> {
+        Some("with_own_learner_accuracy")
+    }
+
+    fn simulated(&self) -> Option<Simulated> {
+        Some(Simulated {
+            column: "with_own_accuracy",
+            table_name: "mirror-averaging-with-own",
+            purpose: 5,
+        })
+    }
+
     fn fit(
         &self,
         inputs: &Inputs<'_>,
         tuned: Option<f64>,
         rng: &mut ChaCha20Rng,
     ) -> Result<Combined, SelectError> {
-        let lambda = tuned.expect("the local λ is passed as the tuned value");
+        let Some(lambda) = tuned else {
+            return in_sample(inputs, rng);
+        };
         let own_margins = cross_fitted_margins(inputs.data, lambda, rng)?;
         let mut order: Vec<usize> = (0..inputs.data.len()).collect();
         order.shuffle(rng);
@@ -67,6 +90,14 @@ impl Combiner for MirrorWithOwn {
             mixing_weights,
         })
     }
+}
+
+/// The paper's protocol: the own model scored on the rows it was fitted to.
+fn in_sample(inputs: &Inputs<'_>, rng: &mut ChaCha20Rng) -> Result<Combined, SelectError> {
+    let mut with_own: Vec<LinearClassifier> = inputs.experts.to_vec();
+    with_own.push(inputs.own.clone());
+    let mirror = MirrorAveraging::new(inputs.beta)?;
+    Ok(mirror.aggregate(&with_own, inputs.data, rng)?.into())
 }
 
 /// The own model's margin on each row of `data`, from a fit at `lambda` on the other folds.

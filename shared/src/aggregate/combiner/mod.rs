@@ -10,11 +10,14 @@
 //! average and the best single learner) are fitted and reported only.
 //!
 //! **A new combiner** is one file here implementing [`Combiner`] (name, definition, `fit`, and
-//! `tune` if it has a hyper-parameter) and one line in `combiners!`.
+//! `tune` if it has a hyper-parameter; `label`, `report_key` and `simulated` to appear in the
+//! report's accuracies and the simulation's columns) and one line in `combiners!`. The report,
+//! the simulation and the experiments iterate over the registry: no struct has a field per
+//! combiner.
 //!
 //! Privacy: every combiner is a function of released learners and the aggregator's own rows,
-//! so it keeps every other organisation's guarantee (seed 001 Proposition 4.1); none is DP
-//! with respect to the aggregator's own rows.
+//! so it keeps every other organisation's guarantee (Minami et al. 2015, Proposition 4.1); none is
+//! DP with respect to the aggregator's own rows.
 
 use super::Aggregate;
 use super::select::SelectError;
@@ -23,6 +26,10 @@ use crate::learn::classifier::LinearClassifier;
 use rand::rngs::ChaCha20Rng;
 use serde::{Serialize, Serializer};
 use std::fmt;
+
+mod values;
+
+pub use values::{Accuracies, PerCombiner};
 
 /// Declares the combiner files and the registry: each file's `REGISTERED` combiner, in order.
 macro_rules! combiners {
@@ -109,12 +116,48 @@ impl From<LinearClassifier> for Combined {
     }
 }
 
+/// How a combiner appears in the simulation (`simulate`, `experiment`): fitted for every
+/// organisation on the others' private learners, its own rows and its own local learner, with
+/// `tuned = None`, and scored on the test rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Simulated {
+    /// Its column in `runs.csv` and `summary.json` (`<prefix>_accuracy`; the experiments' sweep
+    /// tables name theirs `<prefix>_mean` and `<prefix>_sd`).
+    pub column: &'static str,
+    /// Its name in the experiments' tables with one line per combiner (`fig7_aggregators.csv`).
+    pub table_name: &'static str,
+    /// The last element of the path its randomness is derived from (seed, trial, index of ε,
+    /// organisation, purpose): distinct from every other combiner's and from the simulation's
+    /// own purposes (checked by a test of the simulation).
+    pub purpose: u64,
+}
+
+impl Simulated {
+    /// The column without its `_accuracy` suffix.
+    pub fn prefix(&self) -> &'static str {
+        self.column.strip_suffix("_accuracy").unwrap_or(self.column)
+    }
+}
+
 /// A way to combine the others' learners and the own rows into one linear classifier.
 pub trait Combiner: Sync {
     /// The name used in reports and `model.json`.
     fn name(&self) -> &'static str;
     /// What it is, one sentence without the final full stop (the report lists it).
     fn definition(&self) -> &'static str;
+    /// How the report's summary of accuracies and the figures' legends call it.
+    fn label(&self) -> &'static str {
+        self.name()
+    }
+    /// The key of its test accuracy in `report.json` (`None`: it appears in the candidate table
+    /// only).
+    fn report_key(&self) -> Option<&'static str> {
+        None
+    }
+    /// Its column in the simulation (`None`: not simulated).
+    fn simulated(&self) -> Option<Simulated> {
+        None
+    }
     /// Whether the selection may choose it as the final model (the comparators may not).
     fn selectable(&self) -> bool {
         true
@@ -189,6 +232,29 @@ impl Candidate {
     /// The combiner.
     pub fn combiner(self) -> &'static dyn Combiner {
         self.0
+    }
+
+    /// How reports and figures call it.
+    pub fn label(self) -> &'static str {
+        self.0.label()
+    }
+
+    /// Its key in `report.json`, if it has one.
+    pub fn report_key(self) -> Option<&'static str> {
+        self.0.report_key()
+    }
+
+    /// Every combiner with a key in `report.json`: the selectable ones, then the comparators,
+    /// each in registry order.
+    pub fn reported() -> impl Iterator<Item = (Candidate, &'static str)> {
+        Self::all()
+            .chain(Self::comparators())
+            .filter_map(|c| c.report_key().map(|k| (c, k)))
+    }
+
+    /// Every simulated combiner with its column, in registry order.
+    pub fn simulated() -> impl Iterator<Item = (Candidate, Simulated)> {
+        Self::registered().filter_map(|c| c.0.simulated().map(|s| (c, s)))
     }
 }
 

@@ -29,6 +29,14 @@ impl Combiner for Stacking {
         "a regularised logistic regression on the own features and the learners' normalised margins ⟨θ_m/‖θ_m‖, x⟩ (a noisy learner with a large norm cannot dominate)"
     }
 
+    fn label(&self) -> &'static str {
+        "stacking"
+    }
+
+    fn report_key(&self) -> Option<&'static str> {
+        Some("stacking_accuracy")
+    }
+
     fn tune(&self, tuning: &Tuning<'_>) -> Result<Option<f64>, SelectError> {
         stacker_lambda(tuning, true)
     }

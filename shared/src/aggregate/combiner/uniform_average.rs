@@ -1,7 +1,7 @@
 //! The uniform average (1/M) Σ θ_m of the other organisations' learners: a comparator, reported
 //! but never chosen.
 
-use super::{Combined, Combiner, Inputs};
+use super::{Combined, Combiner, Inputs, Simulated};
 use crate::aggregate::select::SelectError;
 use crate::aggregate::uniform_average;
 use rand::rngs::ChaCha20Rng;
@@ -20,6 +20,22 @@ impl Combiner for UniformAverage {
 
     fn definition(&self) -> &'static str {
         "the learners' parameters averaged with equal weights"
+    }
+
+    fn label(&self) -> &'static str {
+        "uniform average"
+    }
+
+    fn report_key(&self) -> Option<&'static str> {
+        Some("uniform_average_accuracy")
+    }
+
+    fn simulated(&self) -> Option<Simulated> {
+        Some(Simulated {
+            column: "uniform_average_accuracy",
+            table_name: "uniform-average",
+            purpose: 7,
+        })
     }
 
     fn selectable(&self) -> bool {

@@ -13,7 +13,7 @@
 //! positive = "pos"            # maps to +1
 //! negative = "neg"            # maps to -1; any other value is an error
 //! [normalisation]             # optional
-//! mode = "ball"               # "ball" (the default) | "paper" (seed 001's map)
+//! mode = "ball"               # "ball" (the default) | "paper" (Minami et al.'s (2015) map)
 //! row_scale = 0.7071          # ball: factor on every standardised feature (default 2/sqrt(p))
 //! intercept_value = 0.2       # ball: the constant appended for the intercept, in (0, 1)
 //! [csv]                       # optional, not fingerprinted: how the files are written
@@ -36,13 +36,13 @@
 //!
 //! # Why the bounds are declared, never measured
 //!
-//! Every privacy guarantee in this project (seed 001 §4.2) assumes that the support of the feature
-//! vector `X` lies inside the unit ball, ||x||₂ ≤ 1. Mapping raw records into the unit ball needs a
-//! scale, and that scale must be **public**: it comes from this schema, never from the private
-//! data. A maximum or a range computed from the data is a function of single records (the largest
-//! one), so rescaling by it would leak that record, and it would also change the sensitivity the
-//! proofs rely on. Hence bounds are written in the schema from domain knowledge or published
-//! documentation and are never derived from a dataset at run time.
+//! Every privacy guarantee in this project (Minami et al. 2015, §4.2) assumes that the support of
+//! the feature vector `X` lies inside the unit ball, ||x||₂ ≤ 1. Mapping raw records into the unit
+//! ball needs a scale, and that scale must be **public**: it comes from this schema, never from the
+//! private data. A maximum or a range computed from the data is a function of single records (the
+//! largest one), so rescaling by it would leak that record, and it would also change the
+//! sensitivity the proofs rely on. Hence bounds are written in the schema from domain knowledge or
+//! published documentation and are never derived from a dataset at run time.
 //!
 //! The same holds for the centres and scales of ball mode: they are written by hand from domain
 //! knowledge or published reference values (cited in the schema's comments and `source`), or
@@ -54,9 +54,9 @@
 //!
 //! [`Schema::normalise_row`] maps a raw row to a row of norm at most 1 with one of two per-record
 //! maps ([`super::normalise`]): `paper` (clip, map to [−1, 1], append 1, divide by √dim —
-//! `mode = "paper"`, seed 001's map) or `ball`, the default (clip, transform, centre and scale
-//! with public constants, multiply by `row_scale`, append `intercept_value`, project onto the
-//! unit ball). A final guard rescales the row if floating-point rounding pushes
+//! `mode = "paper"`, Minami et al.'s (2015) map) or `ball`, the default (clip, transform, centre
+//! and scale with public constants, multiply by `row_scale`, append `intercept_value`, project onto
+//! the unit ball). A final guard rescales the row if floating-point rounding pushes
 //! the computed norm above `1.0`, so the bound holds exactly as [`crate::Dataset::max_row_norm`]
 //! computes it, whatever the input.
 //!
@@ -341,8 +341,8 @@ impl Schema {
     }
 
     /// This schema with the paper map and none of the ball-mode keys or missing markers: the
-    /// schema seed 001's experiments use, with the fingerprint a schema of the same bounds had
-    /// before ball mode.
+    /// schema Minami et al.'s (2015) experiments use, with the fingerprint a schema of the same
+    /// bounds had before ball mode.
     pub fn paper_map(&self) -> Schema {
         let mut s = self.clone();
         s.normalisation = Some(Normalisation {

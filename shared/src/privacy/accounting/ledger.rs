@@ -12,7 +12,7 @@
 //! Both are valid (·, Σδ) guarantees, so the relation's spend is the one with the smaller ε.
 //!
 //! **Across relations.** The node's budget is stated under **replace-one** (the relation of
-//! seed 001 and of most mechanisms here). Add/remove-one spend (ε_A, δ_A) is converted to
+//! Minami et al. 2015 and of most mechanisms here). Add/remove-one spend (ε_A, δ_A) is converted to
 //! replace-one by group privacy, (2ε_A, (1 + e^{ε_A})δ_A)
 //! ([`PrivacyGuarantee::as_replace_one`]) — never the other way — and the total is the basic
 //! composition of the two relations' spends.

@@ -20,7 +20,7 @@ impl DataMechanism for Histogram {
     }
 
     fn reference(&self) -> &'static str {
-        "Laplace mechanism on histograms, GS_hist = 2 per histogram (seed 002 slide 18), snapped (Mironov 2012 Thm 1)"
+        "Laplace mechanism on histograms, GS_hist = 2 per histogram (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slide 18), snapped (Mironov 2012 Thm 1)"
     }
 
     fn options(&self) -> &'static [(&'static str, f64)] {

@@ -21,7 +21,7 @@ impl DataMechanism for LaplaceStatistics {
     }
 
     fn reference(&self) -> &'static str {
-        "Laplace mechanism with global sensitivity (seed 002 slides 15-19; Dwork et al. 2006), snapped (Mironov 2012 Thm 1)"
+        "Laplace mechanism with global sensitivity (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slides 15-19; Dwork et al. 2006), snapped (Mironov 2012 Thm 1)"
     }
 
     fn pure(&self) -> bool {

@@ -1,6 +1,6 @@
 //! Data releases: what a node publishes besides learners (issue 14) — private statistics (seed
-//! 002) and private synthetic data (seed 003) — as one spec type, one calibration step and one
-//! template, so node, wire and lab name them the same way.
+//! 002) and private synthetic data (Miura et al. 2022) — as one spec type, one calibration step and
+//! one template, so node, wire and lab name them the same way.
 //!
 //! **The template, as for learners.** Every data kind is one file beside this one implementing
 //! [`DataMechanism`]: it states its wire name, reference, options and whether it is ε-DP, and
@@ -130,7 +130,7 @@ impl DataKind {
     pub const HISTOGRAM: DataKind = histogram::KIND;
     /// Per-class moments by the Gaussian mechanism.
     pub const MOMENTS_GAUSSIAN: DataKind = moments::GAUSSIAN;
-    /// Seed 003's MVN synthetic rows, no added noise.
+    /// Miura et al.'s (2022) MVN synthetic rows, no added noise.
     pub const MVN_SYNTHETIC: DataKind = mvn_synthetic::KIND;
     /// MVN synthetic rows from a Gaussian-perturbed mean and covariance.
     pub const MVN_SYNTHETIC_GAUSSIAN: DataKind = mvn_synthetic_gaussian::KIND;

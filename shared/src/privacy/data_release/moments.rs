@@ -29,7 +29,7 @@ impl DataMechanism for Moments {
     fn reference(&self) -> &'static str {
         match self.0 {
             MomentNoise::Laplace => {
-                "Laplace mechanism on (n_k, sum u, sum triu(uu^T)) with l1 global sensitivity (seed 002 slides 15-18), snapped (Mironov 2012 Thm 1)"
+                "Laplace mechanism on (n_k, sum u, sum triu(uu^T)) with l1 global sensitivity (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slides 15-18), snapped (Mironov 2012 Thm 1)"
             }
             MomentNoise::Gaussian => {
                 "Gaussian mechanism on (n_k, sum u, sum triu(uu^T)) with l2 global sensitivity, RDP (Mironov 2017 Prop 7), as exact discrete Gaussian noise on a public grid (Canonne, Kamath & Steinke 2020)"

@@ -1,4 +1,4 @@
-//! `mvn-synthetic`: seed 003's MVN synthetic rows with no added noise, after a
+//! `mvn-synthetic`: Miura et al.'s (2022) MVN synthetic rows with no added noise, after a
 //! propose-test-release of the eigenvalue assumption
 //! ([`crate::privacy::synthetic::mvn_release::MvnPlain`]). Also the helpers both MVN kinds
 //! share: the `rows` option and the rows as points of the unit cube.
@@ -22,7 +22,7 @@ impl DataMechanism for MvnSynthetic {
     }
 
     fn reference(&self) -> &'static str {
-        "MVN synthetic data without added noise, Theorem 3.2 with Prop. 2.4 (seed 003, Miura et al.), after propose-test-release of the eigenvalue assumption (Dwork & Lei 2009)"
+        "MVN synthetic data without added noise, Theorem 3.2 with Prop. 2.4 (Miura et al. 2022), after propose-test-release of the eigenvalue assumption (Dwork & Lei 2009)"
     }
 
     fn options(&self) -> &'static [(&'static str, f64)] {
@@ -87,7 +87,7 @@ pub(super) fn synthetic_rows(spec: &DataSpec, features: usize) -> Result<usize, 
     spec.count("rows", 1, most)
 }
 
-/// The rows as points of [−1, 1]^(d+1) (seed 003's domain; the label last).
+/// The rows as points of [−1, 1]^(d+1) (Miura et al.'s (2022) domain; the label last).
 pub(super) fn mvn_points(
     kind: DataKind,
     input: &DataInput<'_>,

@@ -19,7 +19,7 @@ impl DataMechanism for SampleAggregateKind {
     }
 
     fn reference(&self) -> &'static str {
-        "Sample-and-aggregate of a logistic-regression fit, smooth-sensitivity median per coordinate (seed 002 last slides; NRS 2007 sec. 4)"
+        "Sample-and-aggregate of a logistic-regression fit, smooth-sensitivity median per coordinate (Kashima's notes on Aggarwal & Yu 2008, ch. 16, last slides; NRS 2007 sec. 4)"
     }
 
     fn options(&self) -> &'static [(&'static str, f64)] {

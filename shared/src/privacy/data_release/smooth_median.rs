@@ -26,7 +26,7 @@ impl DataMechanism for SmoothMedian {
     }
 
     fn reference(&self) -> &'static str {
-        "Median with smooth sensitivity, beta = eps/(2 ln(2/delta)), Lap(2S*/eps) as exact discrete Laplace noise on a public grid (seed 002 slides 24-27; Nissim, Raskhodnikova & Smith 2007; Canonne, Kamath & Steinke 2020)"
+        "Median with smooth sensitivity, beta = eps/(2 ln(2/delta)), Lap(2S*/eps) as exact discrete Laplace noise on a public grid (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slides 24-27; Nissim, Raskhodnikova & Smith 2007; Canonne, Kamath & Steinke 2020)"
     }
 
     fn plan(
@@ -39,7 +39,8 @@ impl DataMechanism for SmoothMedian {
                 "the schema has no features".into(),
             ));
         }
-        // Basic composition over the d features (seed 002 Lemma 16.7).
+        // Basic composition over the d features (Kashima's notes on Aggarwal & Yu 2008, ch. 16,
+        // Lemma 16.7).
         let d = public.features.len() as f64;
         let params: Vec<SmoothMedianParams> = public
             .features

@@ -32,7 +32,7 @@
 //! neighbours of the best grid point; the lower end wins ties), Δ = μ* − λ, ε′ = ε′(μ*). Φ is
 //! continuous in ε, so the release has no dip; for large ε or large λ the rule gives Δ = 0.
 //!
-//! # (ε, δ): seed 001 Algorithm 1 / KST 2012
+//! # (ε, δ): Minami et al. 2015, Algorithm 1 / KST 2012
 //!
 //! Kifer, Smith & Thakurta (COLT 2012) require Δ ≥ 2λ_max/ε in the un-normalised objective (a
 //! lower bound only), with b ~ N(0, σ²I), σ² = ζ²(8 ln(2/δ) + 4ε)/ε² independent of Δ. The same
@@ -119,7 +119,8 @@ pub fn pure(n: usize, dim: usize, epsilon: f64, lambda: f64) -> Choice {
     }
 }
 
-/// The (ε, δ) rule (B.5): μ* for seed 001 Algorithm 1 / KST 2012 with noise σ = `noise_std`.
+/// The (ε, δ) rule (B.5): μ* for Minami et al. 2015, Algorithm 1 / KST 2012 with noise σ =
+/// `noise_std`.
 pub fn gaussian(n: usize, dim: usize, epsilon: f64, lambda: f64, noise_std: f64) -> f64 {
     let nf = n as f64;
     let floor = lambda + 2.0 * GaussianObjectivePerturbation::LAMBDA_MAX / (epsilon * nf);

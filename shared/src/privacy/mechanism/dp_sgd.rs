@@ -2,9 +2,10 @@
 //!
 //! Implements Abadi, Chu, Goodfellow, McMahan, Mironov, Talwar & Zhang, "Deep Learning with
 //! Differential Privacy", CCS 2016, **Algorithm 1** (DP-SGD), for L2-regularised logistic
-//! regression (seed 001 eq. 23–24, regulariser (λ/2)||θ||²), with the noise multiplier calibrated
-//! by the RDP accountant of [`crate::privacy::accounting`] (Mironov, Talwar & Zhang 2019, conversion of
-//! Canonne, Kamath & Steinke 2020 Proposition 12). Starting from θ₀ = 0, for t = 1, …, T:
+//! regression (Minami et al. 2015, eq. 23–24, regulariser (λ/2)||θ||²), with the noise multiplier
+//! calibrated by the RDP accountant of [`crate::privacy::accounting`] (Mironov, Talwar & Zhang
+//! 2019, conversion of Canonne, Kamath & Steinke 2020 Proposition 12). Starting from θ₀ = 0, for
+//! t = 1, …, T:
 //!
 //! 1. Poisson subsampling: every record joins the batch B_t independently with probability q.
 //! 2. Per-example gradients gᵢ = ∇ℓ(θ; dᵢ) = −yᵢ σ(−yᵢ⟨θ, xᵢ⟩) xᵢ, clipped to

@@ -1,10 +1,10 @@
 //! (ε, δ)-DP noisy SGD of Bassily, Smith & Thakurta: n² steps on one uniformly sampled record.
 //!
-//! Implements **seed 001 Algorithm 2** ("Differentially Private Gradient Descent", its ref. \[12\]):
-//! Bassily, Smith & Thakurta, "Private Empirical Risk Minimization: Efficient Algorithms and Tight
-//! Error Bounds", FOCS 2014 (BST14), Algorithm 1, for the L2-regularised logistic loss
-//! ℓ̂(θ; d) = log(1 + exp(−y⟨θ, x⟩)) + (λ/2)||θ||² (seed 001 §2.2.1 folds the regulariser into the
-//! per-record loss, so that (1/n)Σ ℓ̂ = F of eq. 23–24):
+//! Implements **Minami et al. 2015, Algorithm 2** ("Differentially Private Gradient Descent", its
+//! ref. \[12\]): Bassily, Smith & Thakurta, "Private Empirical Risk Minimization: Efficient
+//! Algorithms and Tight Error Bounds", FOCS 2014 (BST14), Algorithm 1, for the L2-regularised
+//! logistic loss ℓ̂(θ; d) = log(1 + exp(−y⟨θ, x⟩)) + (λ/2)||θ||² (Minami et al. 2015, §2.2.1 folds
+//! the regulariser into the per-record loss, so that (1/n)Σ ℓ̂ = F of eq. 23–24):
 //!
 //! 1. σ² = 32 L² n² log(n′/δ) log(1/δ) / ε² with n′ = max(n, 2) (line 1; see "Deviation" below).
 //! 2. θ₁ = 0 ∈ Θ.
@@ -12,10 +12,10 @@
 //!    θ_{t+1} = Π_Θ(θ_t − η_t (n∇ℓ̂(θ_t; d) + b_t)), b_t ~ N(0, σ² I).
 //! 4. Release θ_{n²}.
 //!
-//! **Step size and Θ.** ℓ̂ is λ-strongly convex, so we use the step size of seed 001 Theorem 2.2 (b)
-//! (BST14 Theorem 2.4 (2)): η_t = 1/(β n t) with β = λ. Θ is the ball of radius L/λ, which contains
-//! the minimiser of F (at the minimiser λθ* = −(1/n)Σ∇ℓ, so ||θ*|| ≤ L/λ); it does not depend on
-//! the data, so it does not affect privacy.
+//! **Step size and Θ.** ℓ̂ is λ-strongly convex, so we use the step size of Minami et al. 2015,
+//! Theorem 2.2 (b) (BST14 Theorem 2.4 (2)): η_t = 1/(β n t) with β = λ. Θ is the ball of radius
+//! L/λ, which contains the minimiser of F (at the minimiser λθ* = −(1/n)Σ∇ℓ, so ||θ*|| ≤ L/λ); it
+//! does not depend on the data, so it does not affect privacy.
 //!
 //! **Privacy.** Only n∇ℓ(θ; d) depends on the data; the regulariser's term nλθ is the same for
 //! every record, so replacing the sampled record moves the update by at most 2nL with L = 1, the
@@ -26,10 +26,10 @@
 //! valid for ε = O(1); the constructor therefore refuses ε > [`MAX_EPSILON`] = 1 rather than
 //! state a guarantee the proof does not cover.
 //!
-//! **Deviation.** Seed 001 prints line 1 as σ² = 32L²n² log(2/δ) log(1/δ)/ε²; BST14's Algorithm 1 (as
-//! we read it, arXiv:1405.7085) has log(n/δ) in place of log(2/δ), which comes from the per-step δ
-//! of the advanced-composition argument. We use log(max(n, 2)/δ), which is at least both, so the
-//! noise is never below either version.
+//! **Deviation.** Minami et al. 2015 prints line 1 as σ² = 32L²n² log(2/δ) log(1/δ)/ε²; BST14's
+//! Algorithm 1 (as we read it, arXiv:1405.7085) has log(n/δ) in place of log(2/δ), which comes from
+//! the per-step δ of the advanced-composition argument. We use log(max(n, 2)/δ), which is at least
+//! both, so the noise is never below either version.
 //!
 //! **Cost.** n² iterations: releases on more than 10⁴ rows (n² > [`MAX_ITERATIONS`] = 10⁸) are
 //! refused with [`MechanismError::TooManyIterations`].
@@ -56,7 +56,7 @@ pub const NAME: &str = "dp-sgd-bst";
 /// The registry's entry ([`super::kind`]); `auto` λ is the paper map's λ.
 pub const REGISTERED: &[Registration] = &[Registration {
     name: NAME,
-    summary: "(ε, δ)-DP, Bassily–Smith–Thakurta 2014 (seed 001 Alg. 2): n² noisy single-record \
+    summary: "(ε, δ)-DP, Bassily–Smith–Thakurta 2014 (Minami et al. 2015, Alg. 2): n² noisy single-record \
               steps; replace-one; delta > 0; refused above 10⁸ steps",
     options: &[],
     proven: true,
@@ -70,7 +70,7 @@ pub const MAX_ITERATIONS: u64 = 100_000_000;
 /// L: the Lipschitz constant of the logistic loss in θ for ||x||₂ ≤ 1 ([`LOGISTIC_UNIT_BALL`]).
 pub const LIPSCHITZ: f64 = LOGISTIC_UNIT_BALL.loss_gradient_bound;
 
-/// Seed 001 Algorithm 2 (BST14 Algorithm 1) with fixed ε, δ and λ.
+/// Minami et al. 2015, Algorithm 2 (BST14 Algorithm 1) with fixed ε, δ and λ.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BstDpSgd {
     epsilon: f64,
@@ -156,8 +156,8 @@ impl Mechanism for BstDpSgd {
     }
 
     fn reference(&self) -> &'static str {
-        "seed 001 Algorithm 2 = Bassily, Smith & Thakurta 2014 (FOCS) Algorithm 1, step size \
-         1/(λnt) of seed 001 Theorem 2.2 (b)"
+        "Minami et al. 2015, Algorithm 2 = Bassily, Smith & Thakurta 2014 (FOCS) Algorithm 1, step size \
+         1/(λnt) of Minami et al. 2015, Theorem 2.2 (b)"
     }
 
     fn guarantee(&self) -> PrivacyGuarantee {

@@ -10,7 +10,7 @@
 //! | objective perturbation, ε-DP and (ε, δ) (and CMS 2011 Algorithm 2); `langevin` (not separately calibrated) | 8√d / (n ε^{3/2}) |
 //! | output perturbation | 60√d / (n ε^{3/2}) |
 //! | DP-SGD (accuracy is nearly flat in λ) | 0.056√d / n |
-//! | Gibbs posterior, DP-SGD of BST 2014 | 0.01 (not calibrated: seed 001 §5.1's value) |
+//! | Gibbs posterior, DP-SGD of BST 2014 | 0.01 (not calibrated: Minami et al. 2015, §5.1's value) |
 //!
 //! Every value is clamped to [10⁻⁴, 10]. The constants were fitted by simulation on synthetic
 //! data of three shapes (isotropic, correlated, weak signal) over n ∈ {40, …, 2000},
@@ -32,8 +32,8 @@ use std::fmt;
 pub const AUTO_MIN: f64 = 1e-4;
 /// Largest λ an `auto` rule returns.
 pub const AUTO_MAX: f64 = 10.0;
-/// λ of seed 001 §5.1: what `auto` means for mechanisms with no calibrated rule and for rows
-/// mapped by a `paper`-mode schema.
+/// λ of Minami et al. 2015, §5.1: what `auto` means for mechanisms with no calibrated rule and for
+/// rows mapped by a `paper`-mode schema.
 pub const PAPER_MAP_LAMBDA: f64 = 0.01;
 /// λ of the non-private learners (local-only baseline, centralised reference) when the private
 /// learners' λ is `auto`.

@@ -22,9 +22,9 @@
 //!   the default ε-DP learner.
 //! - [`objective_perturbation_cms2011`]: ε-DP, Chaudhuri, Monteleoni & Sarwate 2011 Algorithm 2,
 //!   exactly as published (the reproduction's learner).
-//! - [`objective_perturbation_gaussian`]: (ε, δ)-DP, seed 001 Algorithm 1 line 5 (Kifer, Smith &
-//!   Thakurta 2012), with Δ as published (the reproduction) or by the Δ rule followed by the
-//!   snapped [`output_stage`] (the default learner with δ > 0).
+//! - [`objective_perturbation_gaussian`]: (ε, δ)-DP, Minami et al. 2015, Algorithm 1 line 5 (Kifer,
+//!   Smith & Thakurta 2012), with Δ as published (the reproduction) or by the Δ rule followed by
+//!   the snapped [`output_stage`] (the default learner with δ > 0).
 //! - [`output_stage`]: the snapped output stage that covers the inexact minimiser of both
 //!   objective-perturbation learners.
 //! - [`output_perturbation`]: ε-DP, Chaudhuri, Monteleoni & Sarwate 2011 Algorithm 1 with
@@ -42,8 +42,8 @@
 //! - [`dp_sgd`]: (ε, δ)-DP under add/remove-one, DP-SGD with Poisson subsampling and per-example
 //!   clipping (Abadi et al. 2016 Algorithm 1), σ calibrated by the RDP accountant of
 //!   [`crate::privacy::accounting`].
-//! - [`dp_sgd_bst`]: (ε, δ)-DP, seed 001 Algorithm 2 (Bassily, Smith & Thakurta 2014): n² noisy
-//!   steps on one uniformly sampled record each.
+//! - [`dp_sgd_bst`]: (ε, δ)-DP, Minami et al. 2015, Algorithm 2 (Bassily, Smith & Thakurta 2014):
+//!   n² noisy steps on one uniformly sampled record each.
 //! - [`langevin`]: (ε, δ)-DP under replace-one, noisy full-batch gradient descent (the Langevin
 //!   chain of Minami et al. eq. 14) proven for the chain as run at any step count by shifted
 //!   Rényi divergences (privacy amplification by iteration, Feldman et al. 2018), with its RDP

@@ -4,13 +4,14 @@
 //! [`super::delta_rule`], no dip).
 //!
 //! Implements Chaudhuri, Monteleoni & Sarwate, "Differentially Private Empirical Risk
-//! Minimization", JMLR 12 (2011), **Algorithm 2** (cited by seed 001 as [10] and used for all its
-//! experiments, §5), for the logistic loss with c = 1/4:
+//! Minimization", JMLR 12 (2011), **Algorithm 2** (cited by Minami et al. 2015 as [10] and used for
+//! all its experiments, §5), for the logistic loss with c = 1/4:
 //!
 //! 1. ε′ = ε − log(1 + 2c/(nλ) + c²/(n²λ²)).
 //! 2. If ε′ > 0 then Δ = 0; otherwise Δ = c / (n(e^{ε/4} − 1)) − λ and ε′ = ε/2.
 //! 3. Draw b with density ν(b) ∝ exp(−ε′||b||₂/2): its norm is Gamma(p, 2/ε′) (shape p, scale
-//!    2/ε′) and its direction is uniform on the sphere (seed 001 Algorithm 1 line 3 with ζ = 1).
+//!    2/ε′) and its direction is uniform on the sphere (Minami et al. 2015, Algorithm 1 line 3 with
+//!    ζ = 1).
 //! 4. Release θ = argmin (1/n)Σᵢ log(1 + exp(−yᵢ⟨θ,xᵢ⟩)) + (λ/2)||θ||² + (1/n)bᵀθ + (Δ/2)||θ||².
 //!
 //! **Guarantee:** ε-DP (δ = 0) under the replace-one neighbour relation (CMS 2011 Theorem 9).
@@ -44,11 +45,11 @@ use std::collections::BTreeMap;
 pub const NAME: &str = "objective-perturbation-cms2011";
 
 /// The registry's entry ([`super::kind`]): δ = 0 builds [`ObjectivePerturbationCms2011`], δ > 0
-/// seed 001 Algorithm 1 as published ([`super::GaussianObjectivePerturbation::new`]).
+/// Minami et al. 2015, Algorithm 1 as published ([`super::GaussianObjectivePerturbation::new`]).
 pub const REGISTERED: &[Registration] = &[Registration {
     name: NAME,
     summary: "the published algorithms, for reproductions: ε-DP when δ = 0 (CMS 2011 Alg. 2), \
-              (ε, δ)-DP otherwise (seed 001 Alg. 1, Δ = 2λ_max/ε); replace-one",
+              (ε, δ)-DP otherwise (Minami et al. 2015, Alg. 1, Δ = 2λ_max/ε); replace-one",
     options: &[],
     proven: true,
     node_replacement: None,
@@ -135,7 +136,7 @@ impl Mechanism for ObjectivePerturbationCms2011 {
     }
 
     fn reference(&self) -> &'static str {
-        "Chaudhuri, Monteleoni & Sarwate 2011 (JMLR) Algorithm 2; seed 001 Algorithm 1 (delta = 0)"
+        "Chaudhuri, Monteleoni & Sarwate 2011 (JMLR) Algorithm 2; Minami et al. 2015, Algorithm 1 (delta = 0)"
     }
 
     fn guarantee(&self) -> PrivacyGuarantee {

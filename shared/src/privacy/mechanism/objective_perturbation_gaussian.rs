@@ -1,8 +1,8 @@
 //! (ε, δ)-DP objective perturbation with Gaussian noise.
 //!
-//! Implements seed 001 **Algorithm 1, lines 1, 5 and 7** (Kifer, Smith & Thakurta, "Private Convex
-//! Empirical Risk Minimization and High-dimensional Regression", COLT 2012, Algorithm 1 with Gaussian
-//! noise) for the logistic loss:
+//! Implements Minami et al. 2015 **Algorithm 1, lines 1, 5 and 7** (Kifer, Smith & Thakurta,
+//! "Private Convex Empirical Risk Minimization and High-dimensional Regression", COLT 2012,
+//! Algorithm 1 with Gaussian noise) for the logistic loss:
 //!
 //! 1. Δ ≥ 2λ_max/ε (line 1), λ_max = 1/4.
 //! 2. b ~ N(0, σ²I) with σ² = ζ²(8 log(2/δ) + 4ε)/ε², ζ = 1 (line 5).
@@ -71,7 +71,7 @@ pub enum DeltaChoice {
     Rule,
 }
 
-/// Seed 001 Algorithm 1 in its (ε, δ) branch.
+/// Minami et al. 2015, Algorithm 1 in its (ε, δ) branch.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GaussianObjectivePerturbation {
     epsilon: f64,
@@ -250,10 +250,10 @@ impl Mechanism for GaussianObjectivePerturbation {
     fn reference(&self) -> &'static str {
         match self.choice {
             DeltaChoice::Published => {
-                "seed 001 Algorithm 1 lines 1, 5, 7 (Kifer, Smith & Thakurta 2012)"
+                "Minami et al. 2015, Algorithm 1 lines 1, 5, 7 (Kifer, Smith & Thakurta 2012)"
             }
             DeltaChoice::Rule => {
-                "seed 001 Algorithm 1 lines 1, 5, 7 (Kifer, Smith & Thakurta 2012) with the expected-excess-risk rule for Delta (dpagg delta_rule eq. B.5)"
+                "Minami et al. 2015, Algorithm 1 lines 1, 5, 7 (Kifer, Smith & Thakurta 2012) with the expected-excess-risk rule for Delta (dpagg delta_rule eq. B.5)"
             }
         }
     }

@@ -11,8 +11,8 @@
 //! holds for the real-valued algorithm, not for its floating-point implementation.
 //!
 //! Implements Chaudhuri, Monteleoni & Sarwate, "Differentially Private Empirical Risk
-//! Minimization", JMLR 12 (2011), **Algorithm 1** (the sensitivity method; seed 001 §2.2.2 (a), and
-//! the simplest learner of seed 002):
+//! Minimization", JMLR 12 (2011), **Algorithm 1** (the sensitivity method; Minami et al. 2015,
+//! §2.2.2 (a), and the simplest learner of Kashima's notes on Aggarwal & Yu 2008, ch. 16):
 //!
 //! 1. θ* = argmin (1/n)Σᵢ log(1 + exp(−yᵢ⟨θ,xᵢ⟩)) + (λ/2)||θ||² (non-private).
 //! 2. Release θ* + b, where b has density ∝ exp(−ε||b||₂/Δ): ||b|| ~ Gamma(p, Δ/ε) with a uniform

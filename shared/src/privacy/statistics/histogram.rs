@@ -1,5 +1,5 @@
 //! Per-feature, per-class **histograms over public bins**, by the Laplace mechanism with global
-//! sensitivity (issue 14 item 2; seed 002: Kashima, lecture notes on Chapter 16 of Aggarwal & Yu,
+//! sensitivity (issue 14 item 2; Kashima, lecture notes on Chapter 16 of Aggarwal & Yu 2008,
 //! *Privacy-Preserving Data Mining* — slide 15, Lap(GS_f/ε); slide 18, "GS_hist = 2" for a
 //! histogram under replace-one; slide 11, Lemma 16.7, composition).
 //!
@@ -11,7 +11,8 @@
 //!
 //! **Sensitivity** (replace-one: one row replaced by any row, with any label). For each feature
 //! the old row leaves one cell of that feature's two class histograms and the new row enters one:
-//! ℓ₁ ≤ 2 per feature (seed 002 slide 18's GS_hist = 2, the class being part of the cell), so
+//! ℓ₁ ≤ 2 per feature (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slide 18's GS_hist = 2, the
+//! class being part of the cell), so
 //! **ℓ₁ = 2d** over all features, with at most 2d coordinates changed. Attained whenever the two
 //! rows fall in different cells for every feature (tested).
 //!

@@ -1,5 +1,5 @@
 //! Counts, sums and means of a node's rows, per class and per feature, by the **Laplace mechanism
-//! with global sensitivity** (seed 002: Kashima, lecture notes on Chapter 16 of Aggarwal & Yu,
+//! with global sensitivity** (Kashima, lecture notes on Chapter 16 of Aggarwal & Yu 2008,
 //! *Privacy-Preserving Data Mining*, slide numbers as printed on its pages; slides 13–14, Lap(1/ε)
 //! for a sum query; slide 15, "Lap(GS_f/ε) is ε-differentially private" with
 //! GS_f = max over neighbours of ||f(x) − f(x′)||₁; slide 18, the global sensitivities of sums,
@@ -20,23 +20,25 @@
 //!
 //! Everything else is post-processing (no further ε): the sum of clipped values
 //! s_{k,j} = c_j·ñ_k + Q̃_{k,j}·r_j·2^{-22}, the mean m_{k,j} = clamp(c_j + Q̃_{k,j}·r_j·2^{-22} /
-//! max(ñ_k, 1), lo_j, hi_j), and the totals over both classes (seed 002 slide 19: the cluster
-//! means are computed by the user from the noisy sums and counts). Centring makes the sum's
-//! sensitivity hi − lo instead of 2·max(|lo|, |hi|).
+//! max(ñ_k, 1), lo_j, hi_j), and the totals over both classes (Kashima's notes on Aggarwal & Yu
+//! 2008, ch. 16, slide 19: the cluster means are computed by the user from the noisy sums and
+//! counts). Centring makes the sum's sensitivity hi − lo instead of 2·max(|lo|, |hi|).
 //!
-//! **Sensitivities** (ℓ₁, of the exact integer vectors; GS_f of seed 002 slide 15):
+//! **Sensitivities** (ℓ₁, of the exact integer vectors; GS_f of Kashima's notes on Aggarwal & Yu
+//! 2008, ch. 16, slide 15):
 //! - replace-one (one row replaced by any other row, with any label):
 //!   - histogram: **2** (a row that changes class moves one unit from one count to the other;
-//!     seed 002 slide 18, "GS_hist = 2");
+//!     Kashima's notes on Aggarwal & Yu 2008, ch. 16, slide 18, "GS_hist = 2");
 //!   - centred sums of feature j: **2·2^22** units = **hi_j − lo_j** in raw units (same class:
-//!     |q − q′| ≤ 2·2^22; class changes: |q| + |q′| ≤ 2·2^22; seed 002 slide 18's subset sum);
+//!     |q − q′| ≤ 2·2^22; class changes: |q| + |q′| ≤ 2·2^22;
+//!     Kashima's notes on Aggarwal & Yu 2008, ch. 16, slide 18's subset sum);
 //! - add/remove-one (one row added or removed):
 //!   - histogram: **1**;
 //!   - centred sums of feature j: **2^22** units = **(hi_j − lo_j)/2** in raw units.
 //!
-//! **Composition** (seed 002 Lemma 16.7): ε is split equally over the d + 1 released quantities,
-//! εᵢ = ε/(d + 1) for the histogram and for each feature's pair of sums; their independent noise
-//! composes to ε.
+//! **Composition** (Kashima's notes on Aggarwal & Yu 2008, ch. 16, Lemma 16.7): ε is split equally
+//! over the d + 1 released quantities, εᵢ = ε/(d + 1) for the histogram and for each feature's pair
+//! of sums; their independent noise composes to ε.
 //!
 //! **Noise.** Each coordinate gets Laplace noise of scale λᵢ through Mironov's snapping mechanism
 //! ([`crate::privacy::snapping::SnappedLaplace`], Mironov 2012 Theorem 1), so the floating-point
@@ -176,7 +178,7 @@ impl LaplaceStatsPlan {
     }
 
     /// ℓ₁ global sensitivities (histogram, one feature's centred sums in quantisation units)
-    /// under `relation` (module docs; seed 002 slide 18).
+    /// under `relation` (module docs; Kashima's notes on Aggarwal & Yu 2008, ch. 16, slide 18).
     pub fn unit_sensitivities(relation: NeighbourRelation) -> (f64, f64) {
         match relation {
             NeighbourRelation::ReplaceOne => (2.0, 2.0 * QUANT_UNITS),

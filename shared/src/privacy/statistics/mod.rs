@@ -1,26 +1,31 @@
-//! Private descriptive statistics of a node's rows (issue 14 item 2, "Statistics", seed 002:
-//! Kashima's lecture notes on Chapter 16 "Private Data Analysis via Output Perturbation" of
-//! Aggarwal & Yu (Eds.), *Privacy-Preserving Data Mining*).
+//! Private descriptive statistics of a node's rows (issue 14 item 2, "Statistics", Kashima's
+//! lecture notes on Chapter 16 "Private Data Analysis via Output Perturbation" of
+//! Aggarwal & Yu (Eds.) 2008, *Privacy-Preserving Data Mining*).
 //!
 //! - [`laplace_stats`]: per-class and per-feature counts, sums and means of the rows clipped to
-//!   the public schema's bounds, by the Laplace mechanism with global sensitivity (seed 002,
-//!   slides 15–19: Lap(GS_f/ε), the sensitivities of sums, means and histograms, and the basic
-//!   composition of Lemma 16.7), each Laplace draw snapped ([`crate::privacy::snapping`]).
+//!   the public schema's bounds, by the Laplace mechanism with global sensitivity (Kashima's notes
+//!   on Aggarwal & Yu 2008, ch. 16, slides 15–19: Lap(GS_f/ε), the sensitivities of sums, means and
+//!   histograms, and the basic composition of Lemma 16.7), each Laplace draw snapped
+//!   ([`crate::privacy::snapping`]).
 //!
 //! - [`smooth_median`]: the median of values in a public [lo, hi] with Laplace noise calibrated
-//!   to its smooth sensitivity (seed 002 slides 24–27; NRS 2007), (ε, δ)-DP.
+//!   to its smooth sensitivity (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slides 24–27; NRS
+//!   2007), (ε, δ)-DP.
 //!
-//! - [`sample_aggregate`]: sample-and-aggregate of the logistic-regression fit (seed 002, last
-//!   slides; NRS 2007 §4): fits on k random disjoint blocks, clipped to [−B, B], aggregated per
-//!   coordinate by the smooth-sensitivity median with (ε/D, δ/D), (ε, δ)-DP under replace-one.
+//! - [`sample_aggregate`]: sample-and-aggregate of the logistic-regression fit (Kashima's notes on
+//!   Aggarwal & Yu 2008, ch. 16, last slides; NRS 2007 §4): fits on k random disjoint blocks,
+//!   clipped to [−B, B], aggregated per coordinate by the smooth-sensitivity median with (ε/D,
+//!   δ/D), (ε, δ)-DP under replace-one.
 //!
 //! - [`moments`]: per class, the count, per-feature sums, means and variances and the covariance
 //!   matrix, from (n_k, Σu, Σ triu(uuᵀ)) of the rows mapped to [−1, 1]^d, by the snapped Laplace
-//!   mechanism with ℓ₁ global sensitivity (seed 002 slides 15–18) or the Gaussian mechanism with
-//!   ℓ₂ global sensitivity (an RDP curve the ledger composes).
+//!   mechanism with ℓ₁ global sensitivity (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slides
+//!   15–18) or the Gaussian mechanism with ℓ₂ global sensitivity (an RDP curve the ledger
+//!   composes).
 //!
 //! - [`histogram`]: per feature and per class, counts over public equal-width bins of [lo, hi],
-//!   snapped Laplace with GS = 2 per feature (seed 002 slide 18).
+//!   snapped Laplace with GS = 2 per feature (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slide
+//!   18).
 //!
 //! Input checks shared by these mechanisms live here ([`check_features`], [`check_rows`]).
 

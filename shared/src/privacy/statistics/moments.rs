@@ -1,7 +1,7 @@
 //! Per-class **count, sums, means, variances and covariance matrix** of a node's rows, by the
 //! Laplace mechanism with ℓ₁ global sensitivity or the Gaussian mechanism with ℓ₂ global
-//! sensitivity (issue 14 item 2; seed 002: Kashima, lecture notes on Chapter 16 of Aggarwal &
-//! Yu, *Privacy-Preserving Data Mining* — slide 15, "Lap(GS_f/ε) is ε-differentially private",
+//! sensitivity (issue 14 item 2; Kashima, lecture notes on Chapter 16 of Aggarwal &
+//! Yu 2008, *Privacy-Preserving Data Mining* — slide 15, "Lap(GS_f/ε) is ε-differentially private",
 //! GS_f = max over neighbours of ||f(x) − f(x′)||₁; slide 18, the global sensitivities of sums and
 //! means; slide 19, statistics released together and derived by the user from noisy sums and
 //! counts; slide 11, Lemma 16.7, basic composition).
@@ -52,9 +52,9 @@
 //! **Post-processing** (no further privacy cost), per class with ñ the noisy count and
 //! n̄ = max(ñ, 1): the sum of clipped raw values c_j·ñ + r_j·S̃_j; the mean c_j + r_j·m_j with
 //! m_j = clamp(S̃_j/n̄, −1, 1); the covariance r_i r_j·(P̃_ij/n̄ − m_i m_j) (population
-//! normalisation 1/n, as seed 003's empirical covariance), its diagonal — the variances — clamped
-//! to [0, r_j²] and each off-diagonal entry to ±√(var_i var_j). Noise can leave the covariance
-//! indefinite; a consumer that needs a positive semi-definite matrix projects it.
+//! normalisation 1/n, as Miura et al.'s (2022) empirical covariance), its diagonal — the variances
+//! — clamped to [0, r_j²] and each off-diagonal entry to ±√(var_i var_j). Noise can leave the
+//! covariance indefinite; a consumer that needs a positive semi-definite matrix projects it.
 //!
 //! **Assumptions.** max_rows is public and n ≤ max_rows ≤ 2^30 (a larger n is refused); values are
 //! not NaN (refused; a schema's `missing` sentinel is replaced by its declared centre before this

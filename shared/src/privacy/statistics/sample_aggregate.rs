@@ -1,14 +1,14 @@
-//! **Sample-and-aggregate** of an L2-regularised logistic-regression fit (seed 002: Kashima,
-//! lecture notes on Chapter 16 of Aggarwal & Yu, *Privacy-Preserving Data Mining*, last slides,
-//! "標本抽出と集約による平滑化感度の近似"; Nissim, Raskhodnikova & Smith, "Smooth Sensitivity and
+//! **Sample-and-aggregate** of an L2-regularised logistic-regression fit (Kashima,
+//! lecture notes on Chapter 16 of Aggarwal & Yu 2008, *Privacy-Preserving Data Mining*, last
+//! slides, "標本抽出と集約による平滑化感度の近似"; Nissim, Raskhodnikova & Smith, "Smooth Sensitivity and
 //! Sampling in Private Data Analysis", STOC 2007, §4).
 //!
-//! **The framework** (seed 002, last slides; NRS 2007 §4): when the smooth sensitivity of f
-//! cannot be computed, split x into random disjoint blocks U₁ … U_k, compute f on each block
-//! and combine the k values with an aggregation g whose smooth sensitivity *can* be computed;
-//! the privacy analysis is then g's ("話を g の平滑化感度にすり替える"). The slide names the
-//! mean as an example of g; the mean of values in [−B, B] has smooth sensitivity equal to its
-//! global sensitivity 2B/k, which is the global-sensitivity baseline compared below. Here g is
+//! **The framework** (Kashima's notes on Aggarwal & Yu 2008, ch. 16, last slides; NRS 2007 §4):
+//! when the smooth sensitivity of f cannot be computed, split x into random disjoint blocks U₁ …
+//! U_k, compute f on each block and combine the k values with an aggregation g whose smooth
+//! sensitivity *can* be computed; the privacy analysis is then g's ("話を g の平滑化感度にすり替える"). The slide
+//! names the mean as an example of g; the mean of values in [−B, B] has smooth sensitivity equal to
+//! its global sensitivity 2B/k, which is the global-sensitivity baseline compared below. Here g is
 //! the **median** (NRS 2007 §3–4), released by [`crate::privacy::statistics::smooth_median`].
 //!
 //! **What is computed.** f is the non-private fit θ̂ = argmin (1/m)Σℓ(yᵢ⟨θ, xᵢ⟩) + (λ/2)‖θ‖²
@@ -41,18 +41,19 @@
 //! value in [−B, B]. The smooth-sensitivity median with (ε′, δ′) is (ε′, δ′)-DP for such
 //! neighbours (NRS 2007 §2, noise calibrated to a β-smooth upper bound with Laplace's
 //! (ε/2, ε/(2 ln(2/δ)))-admissibility; see [`crate::privacy::statistics::smooth_median`]). The
-//! D coordinates get independent noise, so by **basic composition** (seed 002 slide 11,
-//! Lemma 16.7, for ε; the δ's add as well, Dwork & Roth 2014 Theorem 3.16) the vector is
-//! (D·ε′, D·δ′) = (ε, δ)-DP given π. Since this holds for every π and π is independent of the
-//! data, the mixture over π is (ε, δ)-DP: P[M(x) ∈ S] = E_π P[M_π(x) ∈ S] ≤
+//! D coordinates get independent noise, so by **basic composition** (Kashima's notes on Aggarwal &
+//! Yu 2008, ch. 16, slide 11, Lemma 16.7, for ε; the δ's add as well, Dwork & Roth 2014 Theorem
+//! 3.16) the vector is (D·ε′, D·δ′) = (ε, δ)-DP given π. Since this holds for every π and π is
+//! independent of the data, the mixture over π is (ε, δ)-DP: P[M(x) ∈ S] = E_π P[M_π(x) ∈ S] ≤
 //! E_π (e^ε P[M_π(x′) ∈ S] + δ) = e^ε P[M(x′) ∈ S] + δ. The final clamp is post-processing.
 //!
 //! **Sensitivities.** Each clipped block coordinate moves by at most 2B between neighbours (one
 //! block, one value per coordinate); the median of k values in [−B, B] has global sensitivity 2B
-//! (seed 002 slide 24) but local sensitivity LS(x) = max(x_{m+1} − x_m, x_m − x_{m−1}) ≤ S*(x)
-//! (seed 002 slides 25–27), and the noise is calibrated to S*, not to 2B. The clipped **mean**
-//! of the block values, the baseline, has global sensitivity 2B/k per coordinate (one value
-//! moves by at most 2B, divided by k).
+//! (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slide 24) but local sensitivity LS(x) =
+//! max(x_{m+1} − x_m, x_m − x_{m−1}) ≤ S*(x) (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slides
+//! 25–27), and the noise is calibrated to S*, not to 2B. The clipped **mean** of the block values,
+//! the baseline, has global sensitivity 2B/k per coordinate (one value moves by at most 2B, divided
+//! by k).
 //!
 //! **Assumptions.** The partition's randomness comes from the same [`NoiseSource`] as the noise
 //! (a secure one on release paths). The privacy proof does *not* need ‖x‖ ≤ 1 or ±1 labels
@@ -67,12 +68,13 @@
 //! on public quantities only (parameters, the schema's D, n under replace-one):
 //! [`SampleAggregateError::is_data_independent`] says so. No refusal depends on the rows' values.
 //!
-//! **When it helps, and when it is useless** (seed 002's comparison of the smooth-sensitivity
-//! median with global sensitivity). With β = ε′/(2 ln(2/δ′)), ε′ = ε/D, δ′ = δ/D, the noise
-//! of a coordinate is 2S*/ε′ with S* ≈ max(c·s/(βk), B·e^{−βk/2}): s is the spread of the k
-//! block fits (∝ 1/√m, m = n/k rows per block), and the second term is the price of the
-//! bound, since ≈ k/2 changed blocks move the median to ±B. The baseline, the mean of the same
-//! clipped fits, has noise 2B/(kε′) (global sensitivity 2B/k). Hence sample-and-aggregate
+//! **When it helps, and when it is useless** (the comparison in Kashima's notes (Aggarwal & Yu
+//! 2008, ch. 16) of the smooth-sensitivity median with global sensitivity). With β = ε′/(2
+//! ln(2/δ′)), ε′ = ε/D, δ′ = δ/D, the noise of a coordinate is 2S*/ε′ with S* ≈ max(c·s/(βk),
+//! B·e^{−βk/2}): s is the spread of the k block fits (∝ 1/√m, m = n/k rows per block), and the
+//! second term is the price of the bound, since ≈ k/2 changed blocks move the median to ±B. The
+//! baseline, the mean of the same clipped fits, has noise 2B/(kε′) (global sensitivity 2B/k). Hence
+//! sample-and-aggregate
 //! - needs **k ≫ 2 ln(B/s)/β ≈ 4D ln(2D/δ)·ln(B/s)/ε** blocks — thousands for D = 5, ε = 1,
 //!   δ = 10⁻⁵ (β ≈ 0.0072): with k = 1 000 the bound's term alone gives a noise scale of 27
 //!   and the released classifier is a coin flip; it is **useless** when n is too small to give
@@ -103,8 +105,8 @@
 //!
 //! (noise scales at n = 20 000, k = 10 000: S&A ≤ 0.357, GS 0.1 at B = 100 and 10 at B = 10⁴).
 //! At n = 20 000 only k = n/2 blocks of 2 rows leave the bound's term negligible: the release is
-//! 3 points below the non-private fit on average and 14 in the worst of 20. On seed 001's
-//! separable sphere data (D = 5, n = 20 000, same k, λ, B = 100) it is 0.940 (worst 0.858)
+//! 3 points below the non-private fit on average and 14 in the worst of 20. On Minami et al.'s
+//! (2015) separable sphere data (D = 5, n = 20 000, same k, λ, B = 100) it is 0.940 (worst 0.858)
 //! against 1.000 non-private and 0.978 for GS. (Measured with the exact discrete noise of issue
 //! 23; the f64 Laplace it replaced, at the same scale, gave 0.758 (worst 0.694) in the second
 //! row — the worst of 20 releases varies with the noise stream, the law does not.)

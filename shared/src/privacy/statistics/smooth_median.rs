@@ -1,15 +1,16 @@
 //! The median of values in a public [lo, hi] with noise calibrated to its **smooth sensitivity**
-//! (seed 002: Kashima, lecture notes on Chapter 16 of Aggarwal & Yu, *Privacy-Preserving Data
+//! (Kashima, lecture notes on Chapter 16 of Aggarwal & Yu 2008, *Privacy-Preserving Data
 //! Mining*, slides 24–27, after Nissim, Raskhodnikova & Smith, "Smooth Sensitivity and Sampling
 //! in Private Data Analysis", STOC 2007, which the notes cite).
 //!
-//! **Why not global sensitivity** (seed 002 slide 24): one replaced value can move the median
-//! from lo to hi, so GS_med = hi − lo; the local sensitivity
+//! **Why not global sensitivity** (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slide 24): one
+//! replaced value can move the median from lo to hi, so GS_med = hi − lo; the local sensitivity
 //! LS_med(x) = max(x_{m+1} − x_m, x_m − x_{m−1}) (slide 25) can be 0 and cannot be used directly.
 //!
-//! **Smooth sensitivity** (seed 002 slide 26): S*(x) = max_{x′} LS(x′)·e^{−β·dist_H(x, x′)}.
-//! For the median (slide 27; NRS 2007 §3, the median), with the values sorted and clipped,
-//! x_1 ≤ … ≤ x_n, x_i = lo for i < 1 and x_i = hi for i > n, and m = ⌈n/2⌉ (the lower median),
+//! **Smooth sensitivity** (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slide 26): S*(x) =
+//! max_{x′} LS(x′)·e^{−β·dist_H(x, x′)}. For the median (slide 27; NRS 2007 §3, the median), with
+//! the values sorted and clipped, x_1 ≤ … ≤ x_n, x_i = lo for i < 1 and x_i = hi for i > n, and m =
+//! ⌈n/2⌉ (the lower median),
 //!
 //! ```text
 //!   S*(x) = max_{k = 0..n} e^{−kβ} · max_{t = 0..k+1} (x_{m+t} − x_{m+t−k−1})
@@ -163,7 +164,8 @@ impl SmoothMedianParams {
         MedianGrid::new(self)
     }
 
-    /// β = ε/(2 ln(2/δ)) (NRS 2007 §2, Laplace's admissibility; seed 002 slide 26's smoothing).
+    /// β = ε/(2 ln(2/δ)) (NRS 2007 §2, Laplace's admissibility; Kashima's notes on Aggarwal & Yu
+    /// 2008, ch. 16, slide 26's smoothing).
     pub fn beta(&self) -> f64 {
         self.epsilon / (2.0 * (2.0 / self.delta).ln())
     }
@@ -254,8 +256,8 @@ fn plan(values: &[f64], params: &SmoothMedianParams) -> Result<Planned, SmoothMe
 }
 
 /// The discrete Laplace scale of the release for `values` in the values' units, g·t ≈
-/// 2·max(S*(x), (hi − lo)·2^{−30})/ε (seed 002 slide 26; NRS 2007 §2 with Laplace's α = ε/2;
-/// module docs).
+/// 2·max(S*(x), (hi − lo)·2^{−30})/ε (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slide 26; NRS
+/// 2007 §2 with Laplace's α = ε/2; module docs).
 pub fn noise_scale(values: &[f64], params: &SmoothMedianParams) -> Result<f64, SmoothMedianError> {
     let p = plan(values, params)?;
     Ok(p.scale_cells * p.grid.grid())

@@ -1,9 +1,11 @@
-//! Rényi DP of synthetic rows drawn from the normal distribution fitted to the data (seed 003).
+//! Rényi DP of synthetic rows drawn from the normal distribution fitted to the data (Miura et al.
+//! 2022).
 //!
 //! **Paper.** Miura, Kii, Shibahara, Ichikawa, Yamamoto & Chida, 「合成データ生成のランダム性が持つ
 //! Rényi 差分プライバシー性の評価」 ("On Rényi Differential Privacy in Synthetic Data Generation"),
-//! seed 003 (`/work/shared/seeds/003_9edefac4076e83ab.txt`). The paper numbers no displayed
-//! equation; formulas are cited by their theorem, proposition or lemma and by the name of the term.
+//! Miura et al. 2022 (`/work/shared/seeds/003_9edefac4076e83ab.txt`). The paper numbers no
+//! displayed equation; formulas are cited by their theorem, proposition or lemma and by the name of
+//! the term.
 //!
 //! **Mechanism M_G (§2.3).** The data are n rows x₁, …, xₙ ∈ [−1, 1]^d (§2.1). The mechanism
 //! computes the empirical mean μ = (1/n) Σ xᵢ and covariance Σ = (1/n) Σ xᵢ xᵢᵀ − μ μᵀ, draws a row
@@ -53,7 +55,8 @@
 use crate::privacy::accounting::{AccountingError, RdpCurve, default_orders};
 use crate::privacy::guarantee::NeighbourRelation;
 
-/// Which of seed 003's neighbour settings (Definition 2.1), and so which theorem, applies.
+/// Which of Miura et al.'s (2022) neighbour settings (Definition 2.1), and so which theorem,
+/// applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NRegime {
     /// n private (秘匿 n 条件): datasets differ by one added or removed row; Theorem 3.1.
@@ -81,7 +84,7 @@ impl NRegime {
         }
     }
 
-    /// The theorem of seed 003 that bounds one row: "Theorem 3.1" or "Theorem 3.2".
+    /// The theorem of Miura et al. 2022 that bounds one row: "Theorem 3.1" or "Theorem 3.2".
     pub fn theorem(self) -> &'static str {
         match self {
             Self::Private => "Theorem 3.1",
@@ -99,7 +102,7 @@ impl std::fmt::Display for NRegime {
     }
 }
 
-/// Why seed 003's bound could not be computed.
+/// Why Miura et al.'s (2022) bound could not be computed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MvnRdpError {
     /// The dimension is 0.
@@ -107,7 +110,7 @@ pub enum MvnRdpError {
     NoDimensions,
     /// n ≤ d: no covariance of n rows has a positive smallest eigenvalue.
     #[error(
-        "n = {n} records in d = {dim} dimensions: the covariance of n ≤ d rows is singular, so no dataset meets seed 003's assumption (smallest eigenvalue ≥ σ > 0); n must be at least d + 1"
+        "n = {n} records in d = {dim} dimensions: the covariance of n ≤ d rows is singular, so no dataset meets Miura et al.'s (2022) assumption (smallest eigenvalue ≥ σ > 0); n must be at least d + 1"
     )]
     TooFewRecords {
         /// Number of records.
@@ -117,7 +120,7 @@ pub enum MvnRdpError {
     },
     /// n − 1 ≤ d: a dataset of n rows has neighbours (one row removed) outside the assumption.
     #[error(
-        "a dataset of n = {n} records in d = {dim} dimensions has neighbours of n − 1 ≤ d records, whose covariance is singular: seed 003's Theorem 3.1 does not cover removing one of its rows"
+        "a dataset of n = {n} records in d = {dim} dimensions has neighbours of n − 1 ≤ d records, whose covariance is singular: Miura et al.'s (2022) Theorem 3.1 does not cover removing one of its rows"
     )]
     RemovalOutsideDomain {
         /// Number of records.
@@ -141,7 +144,7 @@ pub enum MvnRdpError {
     NoSamples,
     /// α is at or beyond the theorem's limit (the matrices of its proof are not positive definite).
     #[error(
-        "seed 003 {theorem} does not apply at α = {alpha} for n = {n}, d = {dim}, σ = {sigma}: it needs α < {limit}"
+        "Miura et al. 2022, {theorem} does not apply at α = {alpha} for n = {n}, d = {dim}, σ = {sigma}: it needs α < {limit}"
     )]
     OrderOutOfRange {
         /// "Theorem 3.1" or "Theorem 3.2".
@@ -192,7 +195,7 @@ fn check_delta(delta: f64) -> Result<(), MvnRdpError> {
     }
 }
 
-/// τ = 4d/σ (seed 003 §3.1): the squared diameter 4d of [−1, 1]^d over σ.
+/// τ = 4d/σ (Miura et al. 2022, §3.1): the squared diameter 4d of [−1, 1]^d over σ.
 fn tau(dim: usize, sigma: f64) -> f64 {
     4.0 * dim as f64 / sigma
 }
@@ -223,7 +226,7 @@ fn log1p_gap(alpha: f64, x: f64) -> f64 {
     sum
 }
 
-/// The two bounds of seed 003 Theorem 3.1 at one order; the theorem's ε_α is the larger.
+/// The two bounds of Miura et al. 2022, Theorem 3.1 at one order; the theorem's ε_α is the larger.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Theorem31 {
     /// ε_α1 (first display of Theorem 3.1): D_α from the n-row dataset to its (n + 1)-row
@@ -241,7 +244,7 @@ impl Theorem31 {
     }
 }
 
-/// The supremum (excluded) of the orders at which seed 003 Theorem 3.1 applies:
+/// The supremum (excluded) of the orders at which Miura et al. 2022, Theorem 3.1 applies:
 /// min{n + 1, n²/(τ(n + 1) − n)}, τ = 4d/σ (Theorem 3.1's hypothesis; Lemma 4.3 with n → n + 1,
 /// where it makes Σ_α and so T_α positive definite). n private, add/remove-one neighbours; rows in
 /// [−1, 1]^d, covariance eigenvalues ≥ σ ∈ (0, 1], n ≥ d + 1.
@@ -256,9 +259,10 @@ fn limit_3_1(n: u64, dim: usize, sigma: f64) -> f64 {
     (nf + 1.0).min(nf * nf / (t * (nf + 1.0) - nf))
 }
 
-/// The supremum (excluded) of the orders at which seed 003 Theorem 3.2 applies: n²/(τ(n − 1)),
-/// τ = 4d/σ (Theorem 3.2's hypothesis; Lemma 4.7, where it makes Σ_α positive definite). n public,
-/// replace-one neighbours; rows in [−1, 1]^d, covariance eigenvalues ≥ σ ∈ (0, 1], n ≥ d + 1.
+/// The supremum (excluded) of the orders at which Miura et al. 2022, Theorem 3.2 applies: n²/(τ(n −
+/// 1)), τ = 4d/σ (Theorem 3.2's hypothesis; Lemma 4.7, where it makes Σ_α positive definite). n
+/// public, replace-one neighbours; rows in [−1, 1]^d, covariance eigenvalues ≥ σ ∈ (0, 1], n ≥ d +
+/// 1.
 pub fn theorem_3_2_order_limit(n: u64, dim: usize, sigma: f64) -> Result<f64, MvnRdpError> {
     check_domain(n, dim, sigma)?;
     Ok(limit_3_2(n, dim, sigma))
@@ -270,7 +274,7 @@ fn limit_3_2(n: u64, dim: usize, sigma: f64) -> f64 {
     nf * nf / (t * (nf - 1.0))
 }
 
-/// Seed 003 (Miura et al.) **Theorem 3.1**: the RDP at order α of releasing **one** row drawn from
+/// Miura et al. 2022 **Theorem 3.1**: the RDP at order α of releasing **one** row drawn from
 /// N(μ, Σ) of a dataset, under **n private** (add/remove-one neighbours), between datasets of n and
 /// n + 1 rows in both directions.
 ///
@@ -341,7 +345,7 @@ pub fn theorem_3_1(n: u64, dim: usize, sigma: f64, alpha: f64) -> Result<Theorem
     })
 }
 
-/// Seed 003 (Miura et al.) **Theorem 3.2**: the RDP at order α of releasing **one** row drawn from
+/// Miura et al. 2022 **Theorem 3.2**: the RDP at order α of releasing **one** row drawn from
 /// N(μ, Σ) of a dataset of n rows, under **n public** (replace-one neighbours):
 ///
 /// ε_α = (α/2)·τ/(n² − α(n−1)τ) + (α/(2(α−1)))·log(1 + (n−1)τ/n²) − (1/(2(α−1)))·log(1 − α(n−1)τ/n²),
@@ -372,7 +376,7 @@ pub fn theorem_3_2(n: u64, dim: usize, sigma: f64, alpha: f64) -> Result<f64, Mv
     Ok(alpha / 2.0 * t / den + c * (alpha * x.ln_1p() - (-alpha * x).ln_1p()))
 }
 
-/// Seed 003 **Proposition 2.5** (Mironov 2017, Proposition 3): an (α, ε)-RDP mechanism is
+/// Miura et al. 2022 **Proposition 2.5** (Mironov 2017, Proposition 3): an (α, ε)-RDP mechanism is
 /// (ε + log(1/δ)/(α − 1), δ)-DP for every δ ∈ (0, 1), under the same neighbour relation
 /// (natural logarithm). Needs α > 1, ε ≥ 0 (+∞ stays +∞) and δ ∈ (0, 1).
 pub fn rdp_to_dp(rdp_epsilon: f64, alpha: f64, delta: f64) -> Result<f64, MvnRdpError> {
@@ -387,8 +391,9 @@ pub fn rdp_to_dp(rdp_epsilon: f64, alpha: f64, delta: f64) -> Result<f64, MvnRdp
     Ok(rdp_epsilon - delta.ln() / (alpha - 1.0))
 }
 
-/// A release of m synthetic rows drawn from N(μ, Σ) of a dataset of n rows (seed 003 §2.3's M_G
-/// run m times), with the public σ and the neighbour setting its guarantee is stated under.
+/// A release of m synthetic rows drawn from N(μ, Σ) of a dataset of n rows (Miura et al. 2022,
+/// §2.3's M_G run m times), with the public σ and the neighbour setting its guarantee is stated
+/// under.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MvnRdp {
     n: u64,
@@ -462,22 +467,22 @@ impl MvnRdp {
         }
     }
 
-    /// RDP at order α of **one** row: seed 003 Theorem 3.1 (n private, add/remove-one; ε_α =
-    /// max{ε_α1, ε_α2}) or Theorem 3.2 (n public, replace-one) at the theorem's n = this n —
+    /// RDP at order α of **one** row: Miura et al. 2022, Theorem 3.1 (n private, add/remove-one;
+    /// ε_α = max{ε_α1, ε_α2}) or Theorem 3.2 (n public, replace-one) at the theorem's n = this n —
     /// the convention of Tables 1 and 2. Errors as [`theorem_3_1`] / [`theorem_3_2`].
     pub fn row_epsilon(&self, alpha: f64) -> Result<f64, MvnRdpError> {
         row_epsilon_at(self.regime, self.n, self.dim, self.sigma, alpha)
     }
 
-    /// RDP at order α of the **m** rows: m·ε_α (seed 003 Proposition 2.4 applied m − 1 times; §2.3
-    /// "ε を入力サンプル数倍"), with ε_α from [`MvnRdp::row_epsilon`] (Theorem 3.1 or 3.2 at n). This
-    /// is Table 1's quantity when m = n.
+    /// RDP at order α of the **m** rows: m·ε_α (Miura et al. 2022, Proposition 2.4 applied m − 1
+    /// times; §2.3 "ε を入力サンプル数倍"), with ε_α from [`MvnRdp::row_epsilon`] (Theorem 3.1 or 3.2 at n).
+    /// This is Table 1's quantity when m = n.
     pub fn epsilon(&self, alpha: f64) -> Result<f64, MvnRdpError> {
         Ok(self.samples as f64 * self.row_epsilon(alpha)?)
     }
 
-    /// (ε, δ)-DP of the m rows from [`MvnRdp::epsilon`] at order α by seed 003 Proposition 2.5:
-    /// m·ε_α + log(1/δ)/(α − 1). Table 2's quantity when m = n (n private).
+    /// (ε, δ)-DP of the m rows from [`MvnRdp::epsilon`] at order α by Miura et al. 2022,
+    /// Proposition 2.5: m·ε_α + log(1/δ)/(α − 1). Table 2's quantity when m = n (n private).
     pub fn dp_epsilon(&self, alpha: f64, delta: f64) -> Result<f64, MvnRdpError> {
         check_delta(delta)?;
         rdp_to_dp(self.epsilon(alpha)?, alpha, delta)

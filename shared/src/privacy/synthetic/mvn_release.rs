@@ -1,17 +1,19 @@
 //! Releases of **synthetic rows** drawn from a multivariate normal fitted to a node's rows (issue
-//! 14 item 3): seed 003's mechanism as the paper analyses it ([`MvnPlain`]), and the useful variant
-//! that perturbs the mean and second moment with the Gaussian mechanism first ([`MvnGaussian`]).
+//! 14 item 3): Miura et al.'s (2022) mechanism as the paper analyses it ([`MvnPlain`]), and the
+//! useful variant that perturbs the mean and second moment with the Gaussian mechanism first
+//! ([`MvnGaussian`]).
 //!
-//! **Domain (seed 003 §2.1).** Rows are points of [−1, 1]^D. [`to_unit_cube`] maps a row of the
-//! public schema there: each raw value v of feature j is clipped to [lo_j, hi_j] and mapped to
-//! (v − c_j)/r_j (c the centre, r the half-width of the bounds), and the label is one more
+//! **Domain (Miura et al. 2022, §2.1).** Rows are points of [−1, 1]^D. [`to_unit_cube`] maps a row
+//! of the public schema there: each raw value v of feature j is clipped to [lo_j, hi_j] and mapped
+//! to (v − c_j)/r_j (c the centre, r the half-width of the bounds), and the label is one more
 //! coordinate, ±1, last: D = d + 1, so the synthetic rows carry labels. [`from_unit_cube`] is the
 //! public inverse a consumer applies (the label is the sign of the last coordinate).
 //!
-//! # [`MvnPlain`]: seed 003's M_G, no added noise
+//! # [`MvnPlain`]: Miura et al.'s (2022) M_G, no added noise
 //!
 //! The empirical mean μ = (1/n)Σxᵢ and covariance Σ = (1/n)Σxᵢxᵢᵀ − μμᵀ, m rows drawn from
-//! N(μ, Σ), each clipped to the cube (§2.3; post-processing). Its guarantee is seed 003's
+//! N(μ, Σ), each clipped to the cube (§2.3; post-processing). Its guarantee is Miura et al.'s
+//! (2022)
 //! **Theorem 3.2** (n public, replace-one — the node's relation; n is in every release) for one
 //! row, composed over the m rows by **Proposition 2.4** (m·ε_α) as an RDP curve over the
 //! accountant's orders ([`super::mvn_rdp::MvnRdp::default_curve`]), converted to (ε_M, δ/2)
@@ -52,9 +54,9 @@
 //!   τ = 4D/σ) the plan is refused before any data is read ([`MvnReleaseError::NoBound`]), which
 //!   depends on n, D, σ and m only.
 //!
-//! **Utility of the guarantee.** Seed 003 Table 1: ε ≈ 3,535 at n = 10⁴. For any organisation a
-//! node serves the number is far over a sane per-release cap, and the node's policy refuses it
-//! with that number in the message; [`MvnGaussian`] is the release to use.
+//! **Utility of the guarantee.** Miura et al. 2022, Table 1: ε ≈ 3,535 at n = 10⁴. For any
+//! organisation a node serves the number is far over a sane per-release cap, and the node's policy
+//! refuses it with that number in the message; [`MvnGaussian`] is the release to use.
 //!
 //! # [`MvnGaussian`]: Gaussian-perturbed moments, then sampling
 //!
@@ -104,8 +106,8 @@ pub enum MvnReleaseError {
     /// The schema or the rows.
     #[error(transparent)]
     Input(#[from] InputError),
-    /// Seed 003's analysis refused its parameters.
-    #[error("seed 003: {0}")]
+    /// Miura et al.'s (2022) analysis refused its parameters.
+    #[error("Miura et al. 2022: {0}")]
     Rdp(#[from] MvnRdpError),
     /// The accountant refused.
     #[error("accounting: {0}")]
@@ -125,7 +127,7 @@ pub enum MvnReleaseError {
     },
     /// Theorem 3.2 gives no bound at any of the accountant's orders.
     #[error(
-        "seed 003 Theorem 3.2 gives no bound for n = {n} rows in D = {dim} dimensions with σ = {}: it holds only for orders α < n²/(τ(n − 1)) = {} (τ = 4D/σ), and no order the ledger uses is in (1, {}); the release needs more rows or a larger σ",
+        "Miura et al. 2022, Theorem 3.2 gives no bound for n = {n} rows in D = {dim} dimensions with σ = {}: it holds only for orders α < n²/(τ(n − 1)) = {} (τ = 4D/σ), and no order the ledger uses is in (1, {}); the release needs more rows or a larger σ",
         Num(*.sigma), Num(*.limit), Num(*.limit)
     )]
     NoBound {
@@ -150,7 +152,7 @@ pub enum MvnReleaseError {
     },
     /// The propose-test-release test did not pass (its ε₀ is spent).
     #[error(
-        "the private test of seed 003's assumption (smallest covariance eigenvalue ≥ σ) did not pass"
+        "the private test of Miura et al.'s (2022) assumption (smallest covariance eigenvalue ≥ σ) did not pass"
     )]
     TestFailed,
 }
@@ -283,8 +285,8 @@ pub struct MvnPlainParams {
     pub test_epsilon: f64,
 }
 
-/// Seed 003's release: m rows from N(μ, Σ) with no added noise, behind a propose-test-release of
-/// its eigenvalue assumption (module docs).
+/// Miura et al.'s (2022) release: m rows from N(μ, Σ) with no added noise, behind a
+/// propose-test-release of its eigenvalue assumption (module docs).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MvnPlain {
     n: u64,
@@ -334,7 +336,7 @@ impl MvnPlain {
         self.mvn_epsilon
     }
 
-    /// Seed 003's analysis behind the guarantee.
+    /// Miura et al.'s (2022) analysis behind the guarantee.
     pub fn analysis(&self) -> &MvnRdp {
         &self.rdp
     }

@@ -1,7 +1,7 @@
 //! (ε, δ)-DP logistic regression by sampling a Gibbs posterior.
 //!
 //! Implements Minami, Arai, Sato & Nakagawa, "Differential Privacy without Sensitivity", NIPS 2016
-//! (seed 004; seed 000 §4.1 and §4.3 summarise the same results):
+//! (Minami et al. 2016; Minami's 2015 research notes, §4.1 and §4.3, summarise the same results):
 //!
 //! - **Target, eq. (12):** G_β(θ | D) ∝ Πᵢ σ(yᵢ⟨θ, xᵢ⟩)^β · φ(θ | 0, (nλ)⁻¹ I), i.e. the density
 //!   ∝ exp(−U(θ)) with U(θ) = β Σᵢ ℓ(θ, xᵢ) + (nλ/2)||θ||², eq. (15), ℓ the logistic loss.

@@ -441,9 +441,10 @@ fn utility_is_within_a_few_points_of_the_non_private_fit() {
 
 #[test]
 fn sample_and_aggregate_beats_global_sensitivity_only_when_the_bound_is_loose() {
-    // Seed 002's comparison on the same block fits (λ = 0.01, so ‖θ_b‖ ≤ 1/λ and neither bound
-    // clips): the smooth-sensitivity median's noise depends on the spread of the fits and,
-    // through e^{−βk/2}·B, negligibly on B; the clipped mean's is 2B/(kε′), linear in B.
+    // the comparison in Kashima's notes (Aggarwal & Yu 2008, ch. 16) on the same block fits (λ =
+    // 0.01, so ‖θ_b‖ ≤ 1/λ and neither bound clips): the smooth-sensitivity median's noise depends
+    // on the spread of the fits and, through e^{−βk/2}·B, negligibly on B; the clipped mean's is
+    // 2B/(kε′), linear in B.
     let train = logistic_rows(20_000, &TRUTH, &mut derived_rng(4, &[20_000]));
     let est_of = |bound: f64| {
         let sa = SampleAggregate::new(params(1.0, 10_000, 0.01, bound), 5).expect("valid");

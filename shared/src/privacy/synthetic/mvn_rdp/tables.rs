@@ -1,25 +1,26 @@
-//! Seed 003's Tables 1–2 recomputed from the theorems of [`super`] (d = 6, σ = 0.01, the Adult
-//! setting of §3.2); `tests.rs` checks every cell against the printed values.
+//! Miura et al.'s (2022) Tables 1–2 recomputed from the theorems of [`super`] (d = 6, σ = 0.01, the
+//! Adult setting of §3.2); `tests.rs` checks every cell against the printed values.
 
 use super::{MvnRdp, MvnRdpError, NRegime};
 
-/// d of seed 003's Tables 1–2: the six numerical attributes of the Adult dataset (§3.2).
+/// d of Miura et al.'s (2022) Tables 1–2: the six numerical attributes of the Adult dataset (§3.2).
 pub const TABLE_DIM: usize = 6;
-/// σ of seed 003's Tables 1–2: half the smallest eigenvalue 0.02 observed on Adult (§3.2).
+/// σ of Miura et al.'s (2022) Tables 1–2: half the smallest eigenvalue 0.02 observed on Adult
+/// (§3.2).
 pub const TABLE_SIGMA: f64 = 0.01;
-/// The order α of seed 003's Table 1.
+/// The order α of Miura et al.'s (2022) Table 1.
 pub const TABLE_1_ORDER: f64 = 4.0;
-/// The columns n of seed 003's Table 1 (m = n rows are released).
+/// The columns n of Miura et al.'s (2022) Table 1 (m = n rows are released).
 pub const TABLE_1_N: [u64; 4] = [10_000, 100_000, 1_000_000, 10_000_000];
-/// The two blocks n of seed 003's Table 2 (m = n rows, n private).
+/// The two blocks n of Miura et al.'s (2022) Table 2 (m = n rows, n private).
 pub const TABLE_2_N: [u64; 2] = [1_000_000, 10_000_000];
-/// The rows α of each block of seed 003's Table 2.
+/// The rows α of each block of Miura et al.'s (2022) Table 2.
 pub const TABLE_2_ORDERS: [f64; 4] = [2.0, 4.0, 7.0, 10.0];
-/// The columns δ of seed 003's Table 2.
+/// The columns δ of Miura et al.'s (2022) Table 2.
 pub const TABLE_2_DELTAS: [f64; 4] = [1e-2, 1e-3, 1e-4, 1e-5];
 
-/// Seed 003 Table 1: the RDP ε at α = 4 of releasing m = n rows (d = 6, σ = 0.01), one entry per
-/// n of [`TABLE_1_N`].
+/// Miura et al. 2022, Table 1: the RDP ε at α = 4 of releasing m = n rows (d = 6, σ = 0.01), one
+/// entry per n of [`TABLE_1_N`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Table1 {
     /// Row 秘匿 n 条件: n·ε_α of Theorem 3.1 (add/remove-one).
@@ -28,8 +29,8 @@ pub struct Table1 {
     pub public_n: [f64; 4],
 }
 
-/// Computes seed 003 Table 1 ([`Table1`]): [`MvnRdp::epsilon`] at α = [`TABLE_1_ORDER`] with
-/// d = [`TABLE_DIM`], σ = [`TABLE_SIGMA`], m = n for each n of [`TABLE_1_N`].
+/// Computes Miura et al. 2022, Table 1 ([`Table1`]): [`MvnRdp::epsilon`] at α = [`TABLE_1_ORDER`]
+/// with d = [`TABLE_DIM`], σ = [`TABLE_SIGMA`], m = n for each n of [`TABLE_1_N`].
 pub fn table_1() -> Result<Table1, MvnRdpError> {
     let mut table = Table1 {
         private_n: [0.0; 4],
@@ -46,8 +47,8 @@ pub fn table_1() -> Result<Table1, MvnRdpError> {
     Ok(table)
 }
 
-/// Computes seed 003 Table 2: the ε of (ε, δ)-DP (Proposition 2.5) of releasing m = n rows under n
-/// private (Theorem 3.1), d = [`TABLE_DIM`], σ = [`TABLE_SIGMA`]; indexed
+/// Computes Miura et al. 2022, Table 2: the ε of (ε, δ)-DP (Proposition 2.5) of releasing m = n
+/// rows under n private (Theorem 3.1), d = [`TABLE_DIM`], σ = [`TABLE_SIGMA`]; indexed
 /// `[block][row][column]` by n ∈ [`TABLE_2_N`], α ∈ [`TABLE_2_ORDERS`], δ ∈ [`TABLE_2_DELTAS`].
 pub fn table_2() -> Result<[[[f64; 4]; 4]; 2], MvnRdpError> {
     let mut table = [[[0.0; 4]; 4]; 2];

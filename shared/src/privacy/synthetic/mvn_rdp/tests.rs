@@ -1,17 +1,17 @@
-//! Tests of seed 003's bounds: the paper's Tables 1 and 2 cell by cell, independent
+//! Tests of Miura et al.'s (2022) bounds: the paper's Tables 1 and 2 cell by cell, independent
 //! high-precision values of each term, edge cases, monotonicity and the curves.
 
 use super::*;
 
-/// Seed 003 Table 1 as printed (α = 4, d = 6, σ = 0.01, m = n): rows 秘匿 n 条件 and 公開 n 条件,
+/// Miura et al. 2022, Table 1 as printed (α = 4, d = 6, σ = 0.01, m = n): rows 秘匿 n 条件 and 公開 n 条件,
 /// columns n = 10⁴, 10⁵, 10⁶, 10⁷.
 const PAPER_TABLE_1: [[&str; 4]; 2] = [
     ["3535.17", "62.5859", "5.80644", "0.576462"],
     ["6806.72", "3263.22", "3205.81", "3200.58"],
 ];
 
-/// Seed 003 Table 2 as printed (n private, d = 6, σ = 0.01, m = n): blocks n = 10⁶ and 10⁷, rows
-/// α = 2, 4, 7, 10, columns δ = 10⁻², 10⁻³, 10⁻⁴, 10⁻⁵.
+/// Miura et al. 2022, Table 2 as printed (n private, d = 6, σ = 0.01, m = n): blocks n = 10⁶ and
+/// 10⁷, rows α = 2, 4, 7, 10, columns δ = 10⁻², 10⁻³, 10⁻⁴, 10⁻⁵.
 const PAPER_TABLE_2: [[[&str; 4]; 4]; 2] = [
     [
         ["7.49906", "9.80164", "12.1042", "14.4068"],

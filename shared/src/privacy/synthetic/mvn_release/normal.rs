@@ -1,5 +1,5 @@
-//! The normal fitted to points of [−1, 1]^D — their mean and seed 003's empirical covariance —
-//! and rows drawn from a normal in f64 (the sampling step of both synthetic releases).
+//! The normal fitted to points of [−1, 1]^D — their mean and Miura et al.'s (2022) empirical
+//! covariance — and rows drawn from a normal in f64 (the sampling step of both synthetic releases).
 
 use crate::privacy::noise::NoiseSource;
 use nalgebra::{DMatrix, DVector};
@@ -23,7 +23,7 @@ pub(super) fn first_and_second_moments(
     (mean / n, second / n)
 }
 
-/// Seed 003's empirical covariance (1/n)Σxxᵀ − μμᵀ, with μ.
+/// Miura et al.'s (2022) empirical covariance (1/n)Σxxᵀ − μμᵀ, with μ.
 pub(super) fn empirical(points: &[Vec<f64>], dim: usize) -> (DVector<f64>, DMatrix<f64>) {
     let (mean, second) = first_and_second_moments(points, dim);
     let cov = second - &mean * mean.transpose();

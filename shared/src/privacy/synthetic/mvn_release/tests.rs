@@ -1,6 +1,7 @@
-//! Tests of the synthetic releases: the unit-cube map, seed 003's guarantee and its refusal, the
-//! propose-test-release step (its Laplace noise, its pass rate, its eigenvalue sensitivity), the
-//! Gaussian variant's noise and sensitivities, and the sampled rows against the fitted normal.
+//! Tests of the synthetic releases: the unit-cube map, Miura et al.'s (2022) guarantee and its
+//! refusal, the propose-test-release step (its Laplace noise, its pass rate, its eigenvalue
+//! sensitivity), the Gaussian variant's noise and sensitivities, and the sampled rows against the
+//! fitted normal.
 
 use super::*;
 use crate::privacy::discrete::testing::{
