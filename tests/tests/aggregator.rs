@@ -485,7 +485,7 @@ fn the_clinic_demo_leads_with_the_gain_over_local() {
     // The headline: the chosen model against tuned local, or (in the few runs where the
     // selection keeps local) why the final model is the local one.
     let headline = |text: &str| text.contains("vs tuned local") || text.contains("is your own");
-    assert!(headline(&table), "{table}");
+    assert!(headline(table), "{table}");
     let r: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.path().join("demo/report.json")).expect("report"),
     )
