@@ -71,6 +71,9 @@ impl Combiner for MirrorWithOwn {
         let Some(lambda) = tuned else {
             return in_sample(inputs, rng);
         };
+        let mut with_own: Vec<LinearClassifier> = inputs.experts.to_vec();
+        with_own.push(inputs.own.clone());
+        crate::aggregate::validate(&with_own, inputs.data)?;
         let own_margins = cross_fitted_margins(inputs.data, lambda, rng)?;
         let mut order: Vec<usize> = (0..inputs.data.len()).collect();
         order.shuffle(rng);
@@ -83,8 +86,6 @@ impl Combiner for MirrorWithOwn {
         }
         let mirror = MirrorAveraging::new(inputs.beta)?;
         let mixing_weights = mirror.mixing_weights_from_losses(&losses, m)?;
-        let mut with_own: Vec<LinearClassifier> = inputs.experts.to_vec();
-        with_own.push(inputs.own.clone());
         Ok(Combined {
             classifier: combine(&with_own, &mixing_weights),
             mixing_weights,
