@@ -9,7 +9,7 @@
 //! without intercept; ρ = [`RIDGE`] keeps a finite on separable rows). a·m has the same signs
 //! as m, so the candidate's predictions are unchanged.
 
-use crate::learn::logistic::{sigmoid, softplus};
+use crate::learn::logistic::sigmoid;
 
 /// ρ: a tiny ridge on the scale, so separable rows give a large but finite a.
 pub const RIDGE: f64 = 1e-3;
@@ -53,14 +53,15 @@ pub fn fit_scale(signed: &[f64]) -> f64 {
     a
 }
 
-/// The loss Σ softplus(−a·sᵢ) of signed margins at scale `a` (for the tests).
-pub fn scaled_loss(signed: &[f64], a: f64) -> f64 {
-    signed.iter().map(|&s| softplus(-a * s)).sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::learn::logistic::softplus;
+
+    /// The loss Σ softplus(−a·sᵢ) of signed margins at scale `a`.
+    fn scaled_loss(signed: &[f64], a: f64) -> f64 {
+        signed.iter().map(|&s| softplus(-a * s)).sum()
+    }
 
     #[test]
     fn the_scale_minimises_the_penalised_loss() {

@@ -244,7 +244,7 @@ pub fn stratified_folds<R: Rng + ?Sized>(labels: &[f64], k: usize, rng: &mut R) 
 }
 
 /// The rows not in `held_out`.
-fn complement(n: usize, held_out: &[usize]) -> Vec<usize> {
+pub(crate) fn complement(n: usize, held_out: &[usize]) -> Vec<usize> {
     let mut out = vec![true; n];
     for &i in held_out {
         out[i] = false;

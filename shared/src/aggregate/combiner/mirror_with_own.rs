@@ -16,7 +16,7 @@
 use super::{Combined, Combiner, Inputs, Simulated, Tuning};
 use crate::aggregate::MirrorAveraging;
 use crate::aggregate::comparators::combine;
-use crate::aggregate::select::{SelectError, fit_on_path, stratified_folds};
+use crate::aggregate::select::{SelectError, complement, fit_on_path, stratified_folds};
 use crate::data::dataset::Dataset;
 use crate::learn::classifier::LinearClassifier;
 use crate::learn::logistic::logistic_loss;
@@ -68,11 +68,13 @@ impl Combiner for MirrorWithOwn {
         tuned: Option<f64>,
         rng: &mut ChaCha20Rng,
     ) -> Result<Combined, SelectError> {
-        let Some(lambda) = tuned else {
-            return in_sample(inputs, rng);
-        };
         let mut with_own: Vec<LinearClassifier> = inputs.experts.to_vec();
         with_own.push(inputs.own.clone());
+        let mirror = MirrorAveraging::new(inputs.beta)?;
+        let Some(lambda) = tuned else {
+            // The paper's protocol: the own model scored on the rows it was fitted to.
+            return Ok(mirror.aggregate(&with_own, inputs.data, rng)?.into());
+        };
         crate::aggregate::validate(&with_own, inputs.data)?;
         let own_margins = cross_fitted_margins(inputs.data, lambda, rng)?;
         let mut order: Vec<usize> = (0..inputs.data.len()).collect();
@@ -84,21 +86,12 @@ impl Combiner for MirrorWithOwn {
             losses.extend(inputs.experts.iter().map(|e| logistic_loss(e.margin(x), y)));
             losses.push(logistic_loss(own_margins[t], y));
         }
-        let mirror = MirrorAveraging::new(inputs.beta)?;
         let mixing_weights = mirror.mixing_weights_from_losses(&losses, m)?;
         Ok(Combined {
             classifier: combine(&with_own, &mixing_weights),
             mixing_weights,
         })
     }
-}
-
-/// The paper's protocol: the own model scored on the rows it was fitted to.
-fn in_sample(inputs: &Inputs<'_>, rng: &mut ChaCha20Rng) -> Result<Combined, SelectError> {
-    let mut with_own: Vec<LinearClassifier> = inputs.experts.to_vec();
-    with_own.push(inputs.own.clone());
-    let mirror = MirrorAveraging::new(inputs.beta)?;
-    Ok(mirror.aggregate(&with_own, inputs.data, rng)?.into())
 }
 
 /// The own model's margin on each row of `data`, from a fit at `lambda` on the other folds.
@@ -112,11 +105,7 @@ fn cross_fitted_margins(
     let k = CROSS_FOLDS.min(data.len() / 2).max(2);
     let mut margins = vec![0.0; data.len()];
     for held in stratified_folds(data.labels(), k, rng) {
-        let mut keep = vec![true; data.len()];
-        for &i in &held {
-            keep[i] = false;
-        }
-        let rows: Vec<usize> = (0..data.len()).filter(|&i| keep[i]).collect();
+        let rows = complement(data.len(), &held);
         let fit = fit_on_path(&data.subset(&rows), lambda)?.classifier();
         for &i in &held {
             margins[i] = fit.margin(data.row(i));
