@@ -261,7 +261,7 @@ async fn invalid_learners_are_excluded_with_their_reason() {
         "{stdout}"
     );
     let summary = r["summary"].as_array().expect("summary");
-    assert_eq!(summary.len(), 7);
+    assert_eq!(summary.len(), 8);
     for line in summary {
         let (lo, a, hi) = (
             line["ci95"][0].as_f64().expect("lo"),

@@ -35,24 +35,38 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::Instant;
 
-/// The columns of a run, in table order.
-const COLUMNS: [&str; 8] = [
-    "tuned local",
-    "final model",
-    "mirror averaging",
-    "mirror averaging + own",
-    "stacking",
-    "stacking (margins)",
-    "trusted curator",
-    "centralised",
-];
+/// The columns of a run, in table order: tuned local, the final model, every other candidate
+/// of the selection (from the combiner registry, by label), the trusted curator and
+/// centralised.
+fn columns() -> Vec<&'static str> {
+    let mut out = vec!["tuned local", "final model"];
+    out.extend(candidates().map(Candidate::label));
+    out.extend(["trusted curator", "centralised"]);
+    out
+}
 
-/// One (scenario, ε, trial): the accuracy of every column and the candidate chosen.
+/// The selection's candidates other than local, in registry order (their columns).
+fn candidates() -> impl Iterator<Item = Candidate> {
+    Candidate::all().filter(|&c| c != Candidate::Local)
+}
+
+/// The column of a candidate other than local.
+fn column_of(c: Candidate) -> usize {
+    2 + candidates().position(|k| k == c).unwrap_or(0)
+}
+
+/// The column of the tuned local model.
+const LOCAL: usize = 0;
+/// The column of the final model.
+const FINAL: usize = 1;
+
+/// One (scenario, ε, trial): the accuracy of every column of [`columns`] and the candidate
+/// chosen.
 struct Run {
     scenario: usize,
     epsilon: f64,
     trial: usize,
-    accuracy: [f64; COLUMNS.len()],
+    accuracy: Vec<f64>,
     chosen: Candidate,
 }
 
@@ -111,20 +125,17 @@ fn trial(
         let fin = choose_final(&experts, &split.own, &config)?;
         let curator = learner.release(epsilon, &all, noise(u64::MAX))?;
         let acc = |c: Candidate| fin.model(c).accuracy(&split.test);
+        let mut accuracy = vec![
+            acc(Candidate::Local),
+            fin.classifier().accuracy(&split.test),
+        ];
+        accuracy.extend(candidates().map(acc));
+        accuracy.extend([curator.accuracy(&split.test), centralised]);
         runs.push(Run {
             scenario,
             epsilon,
             trial,
-            accuracy: [
-                acc(Candidate::Local),
-                fin.classifier().accuracy(&split.test),
-                acc(Candidate::MirrorAveraging),
-                acc(Candidate::MirrorWithOwn),
-                acc(Candidate::Stacking),
-                acc(Candidate::StackingMargins),
-                curator.accuracy(&split.test),
-                centralised,
-            ],
+            accuracy,
             chosen: fin.chosen,
         });
     }
@@ -240,18 +251,17 @@ fn cells<'a>(names: &[&'a str], runs: &[Run], epsilons: &[f64]) -> Vec<Cell<'a>>
             let column = |c: usize| here.iter().map(|r| r.accuracy[c]).collect::<Vec<f64>>();
             let diff = |c: usize| {
                 here.iter()
-                    .map(|r| r.accuracy[1] - r.accuracy[c])
+                    .map(|r| r.accuracy[FINAL] - r.accuracy[c])
                     .collect::<Vec<f64>>()
             };
+            let width = columns().len();
             out.push(Cell {
                 scenario: name,
                 epsilon,
                 trials: here.len(),
-                columns: (0..COLUMNS.len())
-                    .map(|c| Summary::of(&column(c)))
-                    .collect(),
-                final_minus_local: Paired::of(&diff(0)),
-                final_minus_centralised: Paired::of(&diff(7)),
+                columns: (0..width).map(|c| Summary::of(&column(c))).collect(),
+                final_minus_local: Paired::of(&diff(LOCAL)),
+                final_minus_centralised: Paired::of(&diff(width - 1)),
                 chosen: Candidate::all()
                     .map(|c| (c, here.iter().filter(|r| r.chosen == c).count()))
                     .collect(),
@@ -263,7 +273,7 @@ fn cells<'a>(names: &[&'a str], runs: &[Run], epsilons: &[f64]) -> Vec<Cell<'a>>
 
 fn runs_csv(names: &[&str], runs: &[Run]) -> Result<Vec<u8>> {
     let mut header = vec!["scenario", "epsilon", "trial"];
-    header.extend(COLUMNS);
+    header.extend(columns());
     header.push("chosen");
     let lines: Vec<Vec<String>> = runs
         .iter()
@@ -285,7 +295,11 @@ fn summary_csv(cells: &[Cell]) -> Result<Vec<u8>> {
     let mut lines = Vec::new();
     for c in cells {
         lines.extend(summary_lines(
-            c.scenario, c.epsilon, c.trials, &COLUMNS, &c.columns,
+            c.scenario,
+            c.epsilon,
+            c.trials,
+            &columns(),
+            &c.columns,
         ));
     }
     Ok(csv_text(&SUMMARY_HEADER, &lines)?)
@@ -369,11 +383,15 @@ fn markdown(cells: &[Cell], trials: usize, learner: &str, own_data: bool) -> Str
     let mut s = format!(
         "experiment utility: {trials} trials; nodes release {learner}; accuracies are means over trials; differences in points with 95 % intervals\n\n"
     );
+    let names: Vec<&str> = Candidate::all().map(Candidate::name).collect();
+    let header = columns();
     let _ = writeln!(
         s,
-        "| scenario | ε | tuned local | final | mirror avg | MA + own | stacking | stacking (margins) | trusted curator | centralised | final − local | final − centralised | chosen (local/MA/MA+own/stack/margins) |"
+        "| scenario | ε | {} | final − local | final − centralised | chosen ({}) |",
+        header.join(" | "),
+        names.join("/")
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|{}---|---|---|", "---|".repeat(header.len()));
     for c in cells {
         let means: Vec<String> = c.columns.iter().map(|m| format!("{:.3}", m.mean)).collect();
         let chosen: Vec<String> = c.chosen.iter().map(|(_, n)| n.to_string()).collect();
@@ -486,8 +504,9 @@ fn panels(names: &[&str], cells: &[Cell]) -> Vec<Panel> {
         .iter()
         .map(|&name| {
             let here: Vec<&Cell> = cells.iter().filter(|c| c.scenario == name).collect();
+            let names = columns();
             let line = |col: usize, shape: Shape, colour: usize| Series {
-                name: COLUMNS[col].to_owned(),
+                name: names[col].to_owned(),
                 points: here
                     .iter()
                     .map(|c| (c.epsilon, c.columns[col].mean, c.columns[col].sd))
@@ -498,7 +517,7 @@ fn panels(names: &[&str], cells: &[Cell]) -> Vec<Panel> {
             let level = |col: usize, pattern: Line, colour: usize| {
                 let y = here.first().map_or(f64::NAN, |c| c.columns[col].mean);
                 Series {
-                    name: format!("{} ({y:.3})", COLUMNS[col]),
+                    name: format!("{} ({y:.3})", names[col]),
                     points: vec![(0.0, y, 0.0)],
                     mark: Mark::Level(pattern),
                     colour: PALETTE[colour],
@@ -516,12 +535,12 @@ fn panels(names: &[&str], cells: &[Cell]) -> Vec<Panel> {
                 x_range: (0.0, hi * 1.08),
                 y_range: ((lo_y - 0.05).max(0.0), 1.02),
                 series: vec![
-                    level(0, Line::Dashed, 7),
-                    level(7, Line::Dotted, 2),
-                    line(1, Shape::Circle, 0),
-                    line(2, Shape::Square, 1),
-                    line(4, Shape::Triangle, 3),
-                    line(6, Shape::Ring, 4),
+                    level(LOCAL, Line::Dashed, 7),
+                    level(names.len() - 1, Line::Dotted, 2),
+                    line(FINAL, Shape::Circle, 0),
+                    line(column_of(Candidate::MirrorAveraging), Shape::Square, 1),
+                    line(column_of(Candidate::Stacking), Shape::Triangle, 3),
+                    line(names.len() - 2, Shape::Ring, 4),
                 ],
                 dodge: 0.008,
             }

@@ -69,7 +69,7 @@ fn node_strings_are_escaped_in_html() {
     let html = report.html();
     assert!(!html.contains("<script>") && !html.contains("<b>warning"));
     assert!(html.contains("Best single learner") && html.contains("class=\"legend\""));
-    assert_eq!(report.summary.len(), 7);
+    assert_eq!(report.summary.len(), 8);
     assert!(
         report
             .table()
@@ -94,8 +94,9 @@ fn node_strings_are_escaped_in_html() {
     assert!(html.contains("&lt;script&gt;"));
     assert!(html.contains("<svg") && html.contains("accuracy</text>"));
     assert!(report.table().contains("mirror averaging"));
-    // report.json keeps the keys and order it had when each combiner was a field (the Python
-    // client and `verify` read them; signatures cover the serialised bytes).
+    // report.json keeps the keys and order it had when each combiner was a field, with stacking
+    // on margins added after stacking (the Python client and `verify` read them; signatures
+    // cover the serialised bytes).
     let json = serde_json::to_string_pretty(&report).expect("json");
     let at = |key: &str| {
         json.find(&format!("\n  \"{key}\": "))
@@ -108,6 +109,7 @@ fn node_strings_are_escaped_in_html() {
         "with_own_learner_accuracy",
         "own_learner_mixing_weight",
         "stacking_accuracy",
+        "stacking_margins_accuracy",
         "final_model",
         "uniform_average_accuracy",
         "best_single_accuracy",
@@ -123,6 +125,7 @@ fn node_strings_are_escaped_in_html() {
             "mirror averaging",
             "mirror averaging + own learner",
             "stacking",
+            "stacking (margins)",
             "uniform average",
             "best single learner"
         ]

@@ -88,7 +88,7 @@ mod tests {
         let json = serde_json::to_string(&acc).expect("json");
         // After the other candidates (registry order) and the own learner's weight.
         assert!(
-            json.ends_with(r#""stacking_accuracy":0.5,"example_zero_accuracy":0.25}"#),
+            json.ends_with(r#""stacking_margins_accuracy":0.5,"example_zero_accuracy":0.25}"#),
             "{json}"
         );
         assert!(json.contains(r#""own_learner_mixing_weight":0.1"#), "{json}");

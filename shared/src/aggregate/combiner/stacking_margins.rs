@@ -23,6 +23,14 @@ impl Combiner for StackingMargins {
         "the same on the learners' normalised margins only, without the own features (fewer parameters: better when the learners carry most of the signal and the own rows are few)"
     }
 
+    fn label(&self) -> &'static str {
+        "stacking (margins)"
+    }
+
+    fn report_key(&self) -> Option<&'static str> {
+        Some("stacking_margins_accuracy")
+    }
+
     fn tune(&self, tuning: &Tuning<'_>) -> Result<Option<f64>, SelectError> {
         stacker_lambda(tuning, false)
     }
