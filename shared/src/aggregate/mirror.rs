@@ -102,6 +102,7 @@ impl MirrorAveraging {
         let mut cumulative = vec![0.0; m];
         let mut lambda_sum = vec![0.0; m];
         let mut buf = vec![0.0; BLOCK_ROWS.min(order.len()) * m];
+        let mut mins = Vec::with_capacity(BLOCK_ROWS);
         for block in order.chunks(BLOCK_ROWS) {
             let buf = &mut buf[..block.len() * m];
             // Losses ℓ(⟨θ_m, x_t⟩, y_t), row t of the block in buf[t*m..(t+1)*m].
@@ -109,16 +110,12 @@ impl MirrorAveraging {
                 .zip(block.par_chunks(SUB_ROWS))
                 .for_each(|(out, rows)| block_losses(&expert_matrix, data, rows, out));
             // Eq. 15 numerators need S_t = S_{t−1} + ℓ_t: sequential over t.
-            for row in buf.chunks_mut(m) {
-                for (s, l) in cumulative.iter_mut().zip(row.iter_mut()) {
-                    *s += *l;
-                    *l = *s;
-                }
-            }
+            cumulate(buf, &mut cumulative, &mut mins);
             let beta = self.beta;
             let partials: Vec<Vec<f64>> = buf
                 .par_chunks(SUB_ROWS * m)
-                .map(|rows| softmax_sums(rows, m, beta))
+                .zip(mins.par_chunks(SUB_ROWS))
+                .map(|(rows, mins)| softmax_sums(rows, mins, m, beta))
                 .collect();
             for part in &partials {
                 for (acc, v) in lambda_sum.iter_mut().zip(part) {
@@ -147,14 +144,10 @@ impl MirrorAveraging {
         }
         let mut cumulative = vec![0.0; m];
         let mut sums = losses.to_vec();
-        for row in sums.chunks_mut(m) {
-            for (s, l) in cumulative.iter_mut().zip(row.iter_mut()) {
-                *s += *l;
-                *l = *s;
-            }
-        }
+        let mut mins = Vec::with_capacity(losses.len() / m);
+        cumulate(&mut sums, &mut cumulative, &mut mins);
         let n = (losses.len() / m) as f64;
-        Ok(softmax_sums(&sums, m, self.beta)
+        Ok(softmax_sums(&sums, &mins, m, self.beta)
             .into_iter()
             .map(|v| v / n)
             .collect())
@@ -260,10 +253,67 @@ impl Kernel for Losses<'_> {
     }
 }
 
-/// Σ_t λ^(t) over the rows of `cumulative` (each row: S_t for all experts).
-fn softmax_sums(cumulative: &[f64], m: usize, beta: f64) -> Vec<f64> {
+/// Turns `rows` (row t: the M losses ℓ_t) into running totals S_t = S_{t−1} + ℓ_t, carrying
+/// `cumulative` (S before the first row) across calls, and writes each row's minimum over the
+/// experts into `mins` — in the same pass, while the row is in registers (min is exact, so
+/// the lane split does not change it).
+fn cumulate(rows: &mut [f64], cumulative: &mut [f64], mins: &mut Vec<f64>) {
+    vectorised(Cumulate {
+        rows,
+        cumulative,
+        mins,
+    })
+}
+
+struct Cumulate<'a> {
+    rows: &'a mut [f64],
+    cumulative: &'a mut [f64],
+    mins: &'a mut Vec<f64>,
+}
+
+impl Kernel for Cumulate<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        const LANES: usize = 8;
+        let m = self.cumulative.len();
+        self.mins.clear();
+        for row in self.rows.chunks_mut(m) {
+            let mut lanes = [f64::INFINITY; LANES];
+            let mut s_chunks = self.cumulative.chunks_exact_mut(LANES);
+            let mut l_chunks = row.chunks_exact_mut(LANES);
+            for (s, l) in (&mut s_chunks).zip(&mut l_chunks) {
+                for k in 0..LANES {
+                    s[k] += l[k];
+                    l[k] = s[k];
+                    lanes[k] = if l[k] < lanes[k] { l[k] } else { lanes[k] };
+                }
+            }
+            let mut min = f64::INFINITY;
+            for (s, l) in s_chunks
+                .into_remainder()
+                .iter_mut()
+                .zip(l_chunks.into_remainder())
+            {
+                *s += *l;
+                *l = *s;
+                min = min.min(*l);
+            }
+            self.mins.push(lanes.iter().copied().fold(min, f64::min));
+        }
+    }
+}
+
+/// Experts tested at once for being within the cutoff of the best.
+const LIVE_LANES: usize = 8;
+
+/// Σ_t λ^(t) over the rows of `cumulative` (each row: S_t for all experts; `mins[t]` its
+/// minimum).
+fn softmax_sums(cumulative: &[f64], mins: &[f64], m: usize, beta: f64) -> Vec<f64> {
     vectorised(SoftmaxSums {
         cumulative,
+        mins,
         m,
         beta,
     })
@@ -271,6 +321,7 @@ fn softmax_sums(cumulative: &[f64], m: usize, beta: f64) -> Vec<f64> {
 
 struct SoftmaxSums<'a> {
     cumulative: &'a [f64],
+    mins: &'a [f64],
     m: usize,
     beta: f64,
 }
@@ -282,6 +333,7 @@ impl Kernel for SoftmaxSums<'_> {
     fn run(self) -> Vec<f64> {
         let SoftmaxSums {
             cumulative,
+            mins,
             m,
             beta,
         } = self;
@@ -291,15 +343,24 @@ impl Kernel for SoftmaxSums<'_> {
         let mut live: Vec<(usize, f64)> = Vec::with_capacity(m);
         let cutoff = NEGLIGIBLE_EXPONENT * beta;
         let inv_beta = 1.0 / beta;
-        for s in cumulative.chunks(m) {
-            let min = row_min(s);
+        for (s, &min) in cumulative.chunks(m).zip(mins) {
             live.clear();
-            live.extend(
-                s.iter()
-                    .enumerate()
-                    .filter(|&(_, &v)| v - min <= cutoff)
-                    .map(|(i, &v)| (i, v)),
-            );
+            // Whole lanes of experts beyond the cutoff are skipped by one vector compare (the
+            // same test as the filter's, so no expert it keeps is skipped).
+            for (c, chunk) in s.chunks(LIVE_LANES).enumerate() {
+                if chunk
+                    .iter()
+                    .fold(false, |any, &v| any | (v - min <= cutoff))
+                {
+                    live.extend(
+                        chunk
+                            .iter()
+                            .enumerate()
+                            .filter(|&(_, &v)| v - min <= cutoff)
+                            .map(|(i, &v)| (c * LIVE_LANES + i, v)),
+                    );
+                }
+            }
             let mut z = 0.0;
             for (_, v) in live.iter_mut() {
                 *v = fastmath::exp_nonpositive((min - *v) * inv_beta);
@@ -312,25 +373,6 @@ impl Kernel for SoftmaxSums<'_> {
         }
         acc
     }
-}
-
-/// Minimum of a non-empty row, over four lanes so the loop vectorises (min is exact, so the lane
-/// split does not change the result).
-#[inline(always)]
-fn row_min(s: &[f64]) -> f64 {
-    let mut lanes = [f64::INFINITY; 4];
-    let chunks = s.chunks_exact(4);
-    let tail = chunks
-        .remainder()
-        .iter()
-        .copied()
-        .fold(f64::INFINITY, f64::min);
-    for c in chunks {
-        for k in 0..4 {
-            lanes[k] = if c[k] < lanes[k] { c[k] } else { lanes[k] };
-        }
-    }
-    lanes.iter().copied().fold(tail, f64::min)
 }
 
 /// Direct serial transcription of eq. 15–16: one log-sum-exp per row, libm's `exp`/`log1p`, no
