@@ -173,7 +173,7 @@ pub struct Policy {
     /// Whether clients may ask the node to publish.
     pub allow_remote_publish: bool,
     /// Whether the node publishes releases whose guarantee is not proven for the algorithm as
-    /// run (e.g. `gibbs-posterior-unproven`). Off by default.
+    /// run (e.g. `gibbs-posterior-unproven`, the `mvn-synthetic` data kind). Off by default.
     pub allow_unproven: bool,
     /// The server-side cap on one release's training time, in seconds.
     pub max_training_seconds: f64,

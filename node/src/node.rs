@@ -193,9 +193,15 @@ impl Node {
             .collect()
     }
 
-    /// Data kinds this node offers (every one: the policy decides what it may cost).
+    /// Data kinds this node offers: every one whose guarantee is proven for the sampler as run,
+    /// and the unproven ones only if the policy allows them (the policy decides what each may
+    /// cost).
     pub fn data_kinds(&self) -> Vec<String> {
-        DataKind::names().into_iter().map(str::to_owned).collect()
+        DataKind::ALL
+            .into_iter()
+            .filter(|k| self.policy.allow_unproven || k.is_proven())
+            .map(|k| k.name().to_owned())
+            .collect()
     }
 
     /// Makes a data release for `spec` (statistics or synthetic data), or returns the one made
@@ -211,6 +217,10 @@ impl Node {
     }
 
     fn make_data(&self, spec: &DataSpec) -> Result<(StoredData, bool), PublishError> {
+        // Refused before any plan or charge: the decision reads only the spec and the policy.
+        if !spec.kind.is_proven() && !self.policy.allow_unproven {
+            return Err(PublishError::Unproven(spec.kind.name().to_owned()));
+        }
         let planned = data_release::plan(
             spec,
             &self.schema.features,

@@ -120,21 +120,19 @@ async fn statistics_and_synthetic_data_are_charged_served_as_stored_and_survive_
     assert_eq!(rows.values.len(), 300 * (FEATURES + 1));
     assert!(rows.values.iter().all(|v| (-1.0..=1.0).contains(v)));
 
-    // Miura et al.'s (2022) plain release is refused over the policy, with what it would cost.
+    // Miura et al.'s (2022) plain release draws its rows in f64 with no noise to mask them: it
+    // is unproven as run, so this node (allow_unproven off) neither lists nor makes it, before
+    // any charge.
+    assert!(!described.data_kinds.iter().any(|k| k == "mvn-synthetic"));
     let plain = publish(&mut c, spec("mvn-synthetic", 0.0, 1e-6, &[("sigma", 0.5)]))
         .await
-        .expect_err("the plain MVN release is far over any cap at n = 400");
+        .expect_err("unproven");
     assert_eq!(plain.code(), Code::FailedPrecondition, "{plain:?}");
     assert!(
-        plain.message().contains("ε = ") && plain.message().contains("exceeds"),
+        plain.message().contains("not proven"),
         "{}",
         plain.message()
     );
-    // With the default σ = 0.01 Theorem 3.2 gives no bound at all at n = 400: refused too.
-    let unbounded = publish(&mut c, spec("mvn-synthetic", 0.0, 1e-6, &[]))
-        .await
-        .expect_err("no bound");
-    assert_eq!(unbounded.code(), Code::FailedPrecondition, "{unbounded:?}");
     // Bad specs are INVALID_ARGUMENT and cost nothing.
     for bad in [
         spec("telepathy", 1.0, 0.0, &[]),
@@ -219,4 +217,38 @@ async fn statistics_and_synthetic_data_are_charged_served_as_stored_and_survive_
     for kind in ["moments-gaussian", "histogram", "mvn-synthetic-gaussian"] {
         assert!(text.contains(kind), "{kind} in {text}");
     }
+}
+
+/// With `allow_unproven` the plain MVN release is offered, and still refused over the policy
+/// with what it would cost (or because Theorem 3.2 gives no bound at all), before any charge.
+#[tokio::test]
+async fn the_plain_mvn_release_is_unproven_and_over_any_cap() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = node_config(dir.path(), "org-a", 6.0, 2.0, true, 400);
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(&config, format!("{text}allow_unproven = true\n")).expect("write");
+    let node = NodeProcess::start(&config);
+    let mut c = client(&node).await;
+    let described = c
+        .describe(DescribeRequest {})
+        .await
+        .expect("describe")
+        .into_inner();
+    assert!(described.data_kinds.iter().any(|k| k == "mvn-synthetic"));
+    let plain = publish(&mut c, spec("mvn-synthetic", 0.0, 1e-6, &[("sigma", 0.5)]))
+        .await
+        .expect_err("the plain MVN release is far over any cap at n = 400");
+    assert_eq!(plain.code(), Code::FailedPrecondition, "{plain:?}");
+    assert!(
+        plain.message().contains("ε = ") && plain.message().contains("exceeds"),
+        "{}",
+        plain.message()
+    );
+    // With the default σ = 0.01 Theorem 3.2 gives no bound at all at n = 400: refused too.
+    let unbounded = publish(&mut c, spec("mvn-synthetic", 0.0, 1e-6, &[]))
+        .await
+        .expect_err("no bound");
+    assert_eq!(unbounded.code(), Code::FailedPrecondition, "{unbounded:?}");
+    let b = budget(&mut c).await;
+    assert_eq!(b.epsilon_spent, 0.0);
 }

@@ -45,6 +45,9 @@ pub enum DataViolation {
     /// Seeded noise: no privacy.
     #[error("invalid release: seeded noise: no privacy")]
     Seeded,
+    /// A kind whose guarantee is not proven for its sampler as run, with `allow_unproven` off.
+    #[error("unproven guarantee: {0} is not proven for its sampler as run (allow_unproven is off)")]
+    Unproven(String),
     /// The guarantee, read under replace-one, is over the acceptance policy.
     #[error("invalid release: (ε, δ) = ({epsilon}, {delta}) over the acceptance policy")]
     OverPolicy {
@@ -129,6 +132,9 @@ fn validate<'a>(
     }
     if published.seeded && !accept.allow_seeded {
         return Err(DataViolation::Seeded);
+    }
+    if !published.spec.kind.is_proven() && !accept.allow_unproven {
+        return Err(DataViolation::Unproven(published.spec.kind.name().into()));
     }
     let g = published.guarantee.as_replace_one();
     if !(g.epsilon <= accept.max_epsilon && g.delta <= accept.max_delta) {
@@ -241,5 +247,27 @@ mod tests {
             check(&narrow, &got),
             Err(DataViolation::Shape { found: 2, .. })
         ));
+    }
+
+    #[test]
+    fn an_unproven_kind_is_refused_unless_allowed() {
+        let schema = Bundled::Diabetes.schema();
+        let fingerprint = schema.fingerprint();
+        let request = SyntheticRequest {
+            spec: DataSpec::new(DataKind::MVN_SYNTHETIC, 0.0, 1e-6),
+            publish: false,
+        };
+        let (plain, got) = release(request.spec.clone(), &schema);
+        let refused = validate(&plain, &got, &request, &schema, &fingerprint, &accept());
+        assert_eq!(
+            refused.map(<[f64]>::len),
+            Err(DataViolation::Unproven("mvn-synthetic".into()))
+        );
+        let allowing = Acceptance {
+            allow_unproven: true,
+            ..accept()
+        };
+        let kept = validate(&plain, &got, &request, &schema, &fingerprint, &allowing);
+        assert_eq!(kept.map(<[f64]>::len), Ok(schema.features.len() + 1));
     }
 }

@@ -69,6 +69,12 @@ pub trait DataMechanism: Sync {
     fn computes_epsilon(&self) -> bool {
         false
     }
+    /// Whether its guarantee is proven for the sampler as run, floating point included. An
+    /// unproven kind is refused by nodes and aggregators unless their policy sets
+    /// `allow_unproven` (as unproven learners are).
+    fn is_proven(&self) -> bool {
+        true
+    }
     /// Calibrates a release of `spec` (checked: option names, ranges of ε and δ) from public
     /// quantities only. Refusals are data-independent.
     fn plan(
@@ -158,6 +164,11 @@ impl DataKind {
     /// The paper, section and equation the kind implements.
     pub fn reference(self) -> &'static str {
         self.0.reference()
+    }
+
+    /// Whether its guarantee is proven for the sampler as run ([`DataMechanism::is_proven`]).
+    pub fn is_proven(self) -> bool {
+        self.0.is_proven()
     }
 
     /// The kind's template.

@@ -2,6 +2,23 @@
 //! propose-test-release of the eigenvalue assumption
 //! ([`crate::privacy::synthetic::mvn_release::MvnPlain`]). Also the helpers both MVN kinds
 //! share: the `rows` option and the rows as points of the unit cube.
+//!
+//! **Unproven as run (floating point).** Here the rows *are* the mechanism: Theorem 3.2 bounds
+//! the Rényi divergence between N(μ, Σ) and N(μ′, Σ′) for exact real samples, but the rows are
+//! computed in f64 as μ + Lz from f64 normal draws z. The set of f64 values μ + Lz can take
+//! depends on μ and L themselves (their low bits and the rounding of each product and sum), so
+//! an output can be impossible under one dataset and possible under its neighbour — the leak
+//! Mironov (2012) showed for f64 Laplace noise, with no noise added afterwards to mask it. A
+//! coupling proof (round the rows to a public grid of width Λ; bound the chance that an exact
+//! sample lies within the f64 error η of a cell boundary) would need a bound η on how far the
+//! f64 normal sampler's draws are from exact ones, which the ziggurat sampler does not come
+//! with; and even with η near f64's precision (≈ 10⁻¹⁴ here) the extra δ, about
+//! m·(d + 1)·2η/Λ, is of the order of the δ a node is asked for unless Λ is coarse (1,000 rows
+//! of 11 columns on a 10⁻⁴ grid: ≈ 2·10⁻⁶). No proof is written for the sampler as run, so
+//! the kind is **unproven**
+//! ([`DataMechanism::is_proven`]): nodes and aggregators refuse it unless `allow_unproven`.
+//! `mvn-synthetic-gaussian` is the release to use: its rows are post-processing of moments
+//! perturbed by exact discrete Gaussian noise, so their f64 sampling leaks nothing more.
 
 use super::{
     DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError, DataSpec,
@@ -31,6 +48,10 @@ impl DataMechanism for MvnSynthetic {
 
     fn computes_epsilon(&self) -> bool {
         true
+    }
+
+    fn is_proven(&self) -> bool {
+        false
     }
 
     fn plan(
