@@ -470,6 +470,38 @@ pub fn select(cv: &[CvEstimate], config: &SelectionConfig) -> Candidate {
         .map_or(Candidate::Local, |e| e.candidate)
 }
 
+/// The local model and mirror averaging exactly as [`choose_final`] fits them on all of
+/// `train` (same λ, same visiting order), without its cross-validation or the other
+/// candidates: for experiments that only compare those two.
+pub fn local_and_mirror(
+    experts: &[LinearClassifier],
+    train: &Dataset,
+    config: &SelectionConfig,
+) -> Result<(LinearClassifier, LinearClassifier), SelectError> {
+    let k = config.folds.max(2);
+    if train.len() < 2 * k {
+        return Err(SelectError::TooFewRows {
+            rows: train.len(),
+            folds: k,
+        });
+    }
+    let lambda = cv_lambda(train, &tuning_folds(train, k, config.seed))?;
+    let own = fit_on_path(train, lambda)?.classifier();
+    let inputs = Inputs {
+        experts,
+        data: train,
+        own: &own,
+        beta: config.beta,
+    };
+    // `fit_all`'s stream: the local model draws nothing from it, mirror averaging comes next.
+    let mut rng = derived_rng(config.seed, &[13]);
+    let mirror = Candidate::MirrorAveraging
+        .combiner()
+        .fit(&inputs, None, &mut rng)?
+        .classifier;
+    Ok((own, mirror))
+}
+
 /// Builds every candidate on `train` and chooses the final model (see the module docs).
 pub fn choose_final(
     experts: &[LinearClassifier],

@@ -236,3 +236,18 @@ fn mirror_with_own_weights_the_own_model_by_cross_fitted_losses() {
         in_sample[1]
     );
 }
+
+#[test]
+fn local_and_mirror_are_the_selections_own_fits() {
+    let train = data(80, 21);
+    let experts = noise_experts(5, 22);
+    let config = SelectionConfig {
+        seed: 23,
+        ..SelectionConfig::default()
+    };
+    let fin = choose_final(&experts, &train, &config).expect("final");
+    let (local, mirror) = local_and_mirror(&experts, &train, &config).expect("two fits");
+    assert_eq!(&local, fin.model(Candidate::Local));
+    assert_eq!(&mirror, fin.model(Candidate::MirrorAveraging));
+    assert!(local_and_mirror(&experts, &data(9, 24), &config).is_err());
+}

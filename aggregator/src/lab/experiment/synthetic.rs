@@ -23,10 +23,11 @@
 //!    local candidate, as `experiment utility` reports it).
 //! 2. *mirror averaging*: every node releases objective perturbation at ε (ε-DP, δ = 0, λ =
 //!    auto, [`super::utility::private_learner`]); the aggregator combines the learners by mirror
-//!    averaging (Minami et al. 2015, eq. 17) on its own rows — `experiment utility`'s column, by
-//!    the same code ([`dpagg_shared::aggregate::select::choose_final`]).
-//! 3. *synthetic pooled (rows = n)*: every node makes the `mvn-synthetic-gaussian` release (seed
-//!    003's normal fitted to its rows with Gaussian-perturbed mean and second moment) at
+//!    averaging (Minami et al. 2015, eq. 17) on its own rows — `experiment utility`'s column, fitted
+//!    as the selection fits it ([`dpagg_shared::aggregate::select::local_and_mirror`], without
+//!    the selection's cross-validation, which this experiment does not report).
+//! 3. *synthetic pooled (rows = n)*: every node makes the `mvn-synthetic-gaussian` release (Miura
+//!    et al. 2022's normal fitted to its rows with Gaussian-perturbed mean and second moment) at
 //!    (ε, δ = 10⁻⁶) through the node's dispatcher ([`dpagg_shared::privacy::data_release::plan`]),
 //!    as many rows as it has; the aggregator maps the rows back by
 //!    [`dpagg_shared::privacy::synthetic::mvn_release::from_unit_cube`], normalises them with the
@@ -53,7 +54,7 @@ use super::harness::{create_out, progress_bar, write};
 use super::utility::{self, NOISE, Paired, SELECT, SPLIT, Source, points, private_learner};
 use crate::run::synthetic::{pool, spec_for};
 use anyhow::{Context, Result, bail};
-use dpagg_shared::aggregate::select::{Candidate, SelectionConfig, choose_final, tuned_logistic};
+use dpagg_shared::aggregate::select::{SelectionConfig, local_and_mirror, tuned_logistic};
 use dpagg_shared::cli::Out;
 use dpagg_shared::data::bundled::Bundled;
 use dpagg_shared::data::csv::{RawRows, read_csv_with_raw};
@@ -377,7 +378,9 @@ fn trial(k: usize, sc: &Scenario, settings: &Settings, trial: usize) -> Result<V
             seed: derive_seed(seed, &[SELECT, s, t, e]),
             ..SelectionConfig::default()
         };
-        let fin = choose_final(&experts, &rows.own, &config)?;
+        // Only the local model and mirror averaging are compared: fitted as the selection fits
+        // them, without its cross-validation.
+        let (local, mirror) = local_and_mirror(&experts, &rows.own, &config)?;
         let pooled = |column: u64, per_node: Option<usize>| -> Result<f64> {
             let mut synthetic = Vec::new();
             for (k, node) in rows.nodes.iter().enumerate() {
@@ -391,8 +394,8 @@ fn trial(k: usize, sc: &Scenario, settings: &Settings, trial: usize) -> Result<V
             Ok(model.accuracy(&rows.test))
         };
         let mut accuracy = [f64::NAN; COLUMNS.len()];
-        accuracy[LOCAL] = fin.model(Candidate::Local).accuracy(&rows.test);
-        accuracy[MIRROR] = fin.model(Candidate::MirrorAveraging).accuracy(&rows.test);
+        accuracy[LOCAL] = local.accuracy(&rows.test);
+        accuracy[MIRROR] = mirror.accuracy(&rows.test);
         accuracy[POOLED_N] = pooled(0, None)?;
         accuracy[POOLED_FIXED] = pooled(1, Some(settings.fixed_rows))?;
         accuracy[CENTRALISED] = centralised;
