@@ -38,6 +38,15 @@ async fn publish(
         .map(tonic::Response::into_inner)
 }
 
+/// The data kinds the node lists in `Describe`.
+async fn data_kinds(c: &mut OrganisationNodeClient<Channel>) -> Vec<String> {
+    c.describe(DescribeRequest {})
+        .await
+        .expect("describe")
+        .into_inner()
+        .data_kinds
+}
+
 fn decoded(r: &DataRelease) -> DataReleaseBody {
     body(r).expect("a body")
 }
@@ -52,13 +61,9 @@ async fn statistics_and_synthetic_data_are_charged_served_as_stored_and_survive_
     add_access(&config, "publish_per_minute = 100\n");
     let mut node = NodeProcess::start(&config);
     let mut c = client(&node).await;
-    let described = c
-        .describe(DescribeRequest {})
-        .await
-        .expect("describe")
-        .into_inner();
+    let kinds = data_kinds(&mut c).await;
     for kind in ["moments-gaussian", "histogram", "mvn-synthetic-gaussian"] {
-        assert!(described.data_kinds.iter().any(|k| k == kind), "{kind}");
+        assert!(kinds.iter().any(|k| k == kind), "{kind}");
     }
 
     // Statistics by the Gaussian mechanism: per class count, sums, means, variances, covariance.
@@ -123,7 +128,7 @@ async fn statistics_and_synthetic_data_are_charged_served_as_stored_and_survive_
     // Miura et al.'s (2022) plain release draws its rows in f64 with no noise to mask them: it
     // is unproven as run, so this node (allow_unproven off) neither lists nor makes it, before
     // any charge.
-    assert!(!described.data_kinds.iter().any(|k| k == "mvn-synthetic"));
+    assert!(!kinds.iter().any(|k| k == "mvn-synthetic"));
     let plain = publish(&mut c, spec("mvn-synthetic", 0.0, 1e-6, &[("sigma", 0.5)]))
         .await
         .expect_err("unproven");
@@ -229,12 +234,8 @@ async fn the_plain_mvn_release_is_unproven_and_over_any_cap() {
     std::fs::write(&config, format!("{text}allow_unproven = true\n")).expect("write");
     let node = NodeProcess::start(&config);
     let mut c = client(&node).await;
-    let described = c
-        .describe(DescribeRequest {})
-        .await
-        .expect("describe")
-        .into_inner();
-    assert!(described.data_kinds.iter().any(|k| k == "mvn-synthetic"));
+    let kinds = data_kinds(&mut c).await;
+    assert!(kinds.iter().any(|k| k == "mvn-synthetic"));
     let plain = publish(&mut c, spec("mvn-synthetic", 0.0, 1e-6, &[("sigma", 0.5)]))
         .await
         .expect_err("the plain MVN release is far over any cap at n = 400");

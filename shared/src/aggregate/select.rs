@@ -470,6 +470,22 @@ pub fn select(cv: &[CvEstimate], config: &SelectionConfig) -> Candidate {
         .map_or(Candidate::Local, |e| e.candidate)
 }
 
+/// The seed-path purpose of the fits on all training rows (one visiting-order stream shared
+/// by the candidates in registry order).
+const FINAL_FITS: u64 = 13;
+
+/// The selection's fold count, if `train` has at least two rows per fold.
+fn enough_rows(train: &Dataset, config: &SelectionConfig) -> Result<usize, SelectError> {
+    let k = config.folds.max(2);
+    if train.len() < 2 * k {
+        return Err(SelectError::TooFewRows {
+            rows: train.len(),
+            folds: k,
+        });
+    }
+    Ok(k)
+}
+
 /// The local model and mirror averaging exactly as [`choose_final`] fits them on all of
 /// `train` (same λ, same visiting order), without its cross-validation or the other
 /// candidates: for experiments that only compare those two.
@@ -478,13 +494,7 @@ pub fn local_and_mirror(
     train: &Dataset,
     config: &SelectionConfig,
 ) -> Result<(LinearClassifier, LinearClassifier), SelectError> {
-    let k = config.folds.max(2);
-    if train.len() < 2 * k {
-        return Err(SelectError::TooFewRows {
-            rows: train.len(),
-            folds: k,
-        });
-    }
+    let k = enough_rows(train, config)?;
     let lambda = cv_lambda(train, &tuning_folds(train, k, config.seed))?;
     let own = fit_on_path(train, lambda)?.classifier();
     let inputs = Inputs {
@@ -494,7 +504,7 @@ pub fn local_and_mirror(
         beta: config.beta,
     };
     // `fit_all`'s stream: the local model draws nothing from it, mirror averaging comes next.
-    let mut rng = derived_rng(config.seed, &[13]);
+    let mut rng = derived_rng(config.seed, &[FINAL_FITS]);
     let mirror = Candidate::MirrorAveraging
         .combiner()
         .fit(&inputs, None, &mut rng)?
@@ -508,13 +518,7 @@ pub fn choose_final(
     train: &Dataset,
     config: &SelectionConfig,
 ) -> Result<FinalModel, SelectError> {
-    let k = config.folds.max(2);
-    if train.len() < 2 * k {
-        return Err(SelectError::TooFewRows {
-            rows: train.len(),
-            folds: k,
-        });
-    }
+    let k = enough_rows(train, config)?;
     let folds = tuning_folds(train, k, config.seed);
     let tuning = Tuning {
         experts,
@@ -527,7 +531,7 @@ pub fn choose_final(
         .collect::<Result<_, SelectError>>()?;
     let cv = cross_validate(experts, train, &tuned, config)?;
     let chosen = select(&cv, config);
-    let all = fit_all(experts, train, &tuned, config, &[13])?;
+    let all = fit_all(experts, train, &tuned, config, &[FINAL_FITS])?;
     let comparators = fit_comparators(experts, train, &all[0].1.classifier, config)?;
     let weights = |c: Candidate| {
         all.iter()
