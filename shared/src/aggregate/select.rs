@@ -56,8 +56,9 @@ pub use super::combiner::Candidate;
 use super::combiner::{Combined, Inputs, Tuning};
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::classifier::LinearClassifier;
+use crate::learn::held_out::HeldOut;
 use crate::learn::logistic::logistic_loss;
-use crate::learn::solver::{Fit, SolverError, fit_logistic, fit_logistic_from};
+use crate::learn::solver::{Fit, RidgePath, SolverError, fit_logistic};
 use crate::privacy::noise::derived_rng;
 use rand::Rng;
 use rand::seq::SliceRandom;
@@ -260,8 +261,9 @@ fn tuning_folds(data: &Dataset, k: usize, seed: u64) -> Vec<Vec<usize>> {
 
 /// The λ of [`lambda_grid`] with the smallest held-out logistic loss over `folds` (the larger
 /// λ on ties). Each fold walks the grid from the largest λ down, starting every fit from the
-/// previous minimiser (a warm-started path: the same minimisers to the solver's tolerance, in a
-/// few Newton steps each). A λ whose fit fails in some fold (e.g. too little regularisation for
+/// previous minimiser (a warm-started [`RidgePath`]: the same minimisers to the solver's
+/// tolerance, in a few Newton steps each and without a pass to evaluate the start); the fold's
+/// held-out rows are scored column-major ([`HeldOut`], the same sums as row by row). A λ whose fit fails in some fold (e.g. too little regularisation for
 /// nearly separable rows) is never chosen; if every λ fails, the error of the last is returned.
 pub(crate) fn cv_lambda(data: &Dataset, folds: &[Vec<usize>]) -> Result<f64, SolverError> {
     let grid = lambda_grid(data);
@@ -269,16 +271,12 @@ pub(crate) fn cv_lambda(data: &Dataset, folds: &[Vec<usize>]) -> Result<f64, Sol
     let mut last_error = None;
     for held in folds {
         let fit_rows = data.subset(&complement(data.len(), held));
-        let mut start = vec![0.0; data.dim()];
+        let held_rows = HeldOut::new(data, held);
+        let mut path = RidgePath::new(&fit_rows);
         for (k, &lambda) in grid.iter().enumerate() {
-            match fit_logistic_from(&fit_rows, lambda, &start) {
+            match path.fit(lambda) {
                 Ok(fit) => {
-                    let theta = fit.classifier();
-                    loss[k] += held
-                        .iter()
-                        .map(|&i| logistic_loss(theta.margin(data.row(i)), data.label(i)))
-                        .sum::<f64>();
-                    start = fit.theta;
+                    loss[k] += held_rows.total_loss(&fit.theta);
                 }
                 Err(e) => {
                     loss[k] = f64::INFINITY;
@@ -316,13 +314,11 @@ pub fn tuned_logistic(
 /// a cold start does not converge (small λ on nearly separable rows).
 pub(crate) fn fit_on_path(data: &Dataset, lambda: f64) -> Result<Fit, SolverError> {
     fit_logistic(data, lambda).or_else(|_| {
-        let mut start = vec![0.0; data.dim()];
+        let mut path = RidgePath::new(data);
         for l in lambda_grid(data).into_iter().filter(|&l| l > lambda) {
-            if let Ok(fit) = fit_logistic_from(data, l, &start) {
-                start = fit.theta;
-            }
+            let _ = path.fit(l);
         }
-        fit_logistic_from(data, lambda, &start)
+        path.fit(lambda)
     })
 }
 

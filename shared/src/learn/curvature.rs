@@ -141,7 +141,8 @@ mod tests {
             mu: 0.01,
             linear: Some(&b[..d.dim()]),
         };
-        let run = |c| minimise_with(d, pen, SolverOptions::default(), &[0.0; 5], c).expect("fit");
+        let run =
+            |c| minimise_with(d, pen, SolverOptions::default(), &[0.0; 5], None, c).expect("fit");
         (run(Curvature::for_data(d)), run(Curvature::exact()))
     }
 

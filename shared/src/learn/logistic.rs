@@ -83,6 +83,8 @@ pub struct Evaluation {
     pub gradient: Vec<f64>,
     /// ∇²F(θ), row-major, present when requested.
     pub hessian: Option<Vec<f64>>,
+    /// The data's sums F and ∇F were computed from.
+    pub sums: DataSums,
 }
 
 struct ChunkSums {
@@ -280,11 +282,25 @@ pub fn hessian(data: &Dataset, theta: &[f64], mu: f64, rows: CurvatureRows) -> (
     (out, used)
 }
 
-/// Evaluates F, ∇F and optionally the exact ∇²F ([`hessian`] over all rows) at `theta`.
+/// The data's part of F and ∇F at one θ: Σᵢ ℓ and Σᵢ ∇ℓ over every row, summed in chunk order,
+/// before the 1/n and the penalty. [`DataSums::evaluation`] turns it into F and ∇F for any
+/// penalty, so a fit along a regularisation path can start at the previous minimiser without a
+/// pass over the data (the same bits as [`evaluate`] there: same sums, same arithmetic).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataSums {
+    /// Σᵢ ℓ(θ; xᵢ, yᵢ).
+    pub loss: f64,
+    /// Σᵢ ∇ℓ(θ; xᵢ, yᵢ).
+    pub gradient: Vec<f64>,
+    /// n, the rows summed over.
+    pub rows: usize,
+}
+
+/// Σᵢ ℓ and Σᵢ ∇ℓ at `theta`, one pass over `data` in parallel chunks.
 ///
 /// # Panics
-/// If `theta` (or the linear term) does not have the data's dimension — a programming error.
-pub fn evaluate(data: &Dataset, theta: &[f64], penalty: Penalty<'_>, hessian: bool) -> Evaluation {
+/// If `theta` does not have the data's dimension — a programming error.
+pub fn data_sums(data: &Dataset, theta: &[f64]) -> DataSums {
     let p = data.dim();
     assert_eq!(theta.len(), p, "θ has the wrong dimension");
     let n = data.len();
@@ -293,32 +309,58 @@ pub fn evaluate(data: &Dataset, theta: &[f64], penalty: Penalty<'_>, hessian: bo
         .map(|c| vectorised(GradientSums(Chunk::new(data, chunk_range(c, n), theta))))
         .collect();
     let mut loss = 0.0;
-    let mut grad = vec![0.0; p];
+    let mut gradient = vec![0.0; p];
     for c in &chunks {
         loss += c.loss;
-        add_into(&mut grad, &c.grad);
+        add_into(&mut gradient, &c.grad);
     }
-    let inv_n = if n == 0 { 0.0 } else { 1.0 / n as f64 };
-    let mu = penalty.mu;
-    let mut value = loss * inv_n + 0.5 * mu * dot(theta, theta);
-    let mut gradient: Vec<f64> = grad
-        .iter()
-        .zip(theta)
-        .map(|(g, t)| g * inv_n + mu * t)
-        .collect();
-    if let Some(b) = penalty.linear {
-        assert_eq!(b.len(), p, "linear term has the wrong dimension");
-        value += inv_n * dot(b, theta);
-        for (g, bj) in gradient.iter_mut().zip(b) {
-            *g += bj * inv_n;
+    DataSums {
+        loss,
+        gradient,
+        rows: n,
+    }
+}
+
+impl DataSums {
+    /// F and ∇F at `theta` (the point these sums were taken at) for `penalty`; no Hessian.
+    ///
+    /// # Panics
+    /// If the linear term does not have θ's dimension — a programming error.
+    pub fn evaluation(self, theta: &[f64], penalty: Penalty<'_>) -> Evaluation {
+        let n = self.rows;
+        let inv_n = if n == 0 { 0.0 } else { 1.0 / n as f64 };
+        let mu = penalty.mu;
+        let mut value = self.loss * inv_n + 0.5 * mu * dot(theta, theta);
+        let mut gradient: Vec<f64> = self
+            .gradient
+            .iter()
+            .zip(theta)
+            .map(|(g, t)| g * inv_n + mu * t)
+            .collect();
+        if let Some(b) = penalty.linear {
+            assert_eq!(b.len(), theta.len(), "linear term has the wrong dimension");
+            value += inv_n * dot(b, theta);
+            for (g, bj) in gradient.iter_mut().zip(b) {
+                *g += bj * inv_n;
+            }
+        }
+        Evaluation {
+            value,
+            gradient,
+            hessian: None,
+            sums: self,
         }
     }
-    let hessian = hessian.then(|| self::hessian(data, theta, mu, CurvatureRows::All).0);
-    Evaluation {
-        value,
-        gradient,
-        hessian,
-    }
+}
+
+/// Evaluates F, ∇F and optionally the exact ∇²F ([`hessian`] over all rows) at `theta`.
+///
+/// # Panics
+/// If `theta` (or the linear term) does not have the data's dimension — a programming error.
+pub fn evaluate(data: &Dataset, theta: &[f64], penalty: Penalty<'_>, hessian: bool) -> Evaluation {
+    let mut out = data_sums(data, theta).evaluation(theta, penalty);
+    out.hessian = hessian.then(|| self::hessian(data, theta, penalty.mu, CurvatureRows::All).0);
+    out
 }
 
 fn add_into(acc: &mut [f64], x: &[f64]) {

@@ -5,6 +5,7 @@
 //! - [`solver`]: damped Newton to a certified gradient tolerance; [`curvature`]: its exact or
 //!   sub-sampled Hessian.
 //! - [`simd`]: runtime dispatch of the pass loops to AVX2 + FMA, bit-identical, no `unsafe`.
+//! - [`held_out`]: the total loss of many θ on one fixed fold (cross-validation's scores).
 //! - [`classifier`]: [`classifier::LinearClassifier`], the fitted model every layer passes around.
 //!
 //! Mechanisms in [`crate::privacy::mechanism`] call [`solver::minimise`] with the penalty their
@@ -14,6 +15,7 @@
 pub mod classifier;
 pub mod curvature;
 pub mod fastmath;
+pub mod held_out;
 pub mod logistic;
 pub mod simd;
 pub mod solver;

@@ -26,7 +26,7 @@
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::classifier::LinearClassifier;
 use crate::learn::curvature::Curvature;
-use crate::learn::logistic::{Evaluation, Penalty, evaluate};
+use crate::learn::logistic::{DataSums, Evaluation, Penalty, evaluate};
 
 /// Solver settings.
 #[derive(Debug, Clone, Copy)]
@@ -61,6 +61,9 @@ pub struct Fit {
     pub passes: usize,
     /// Rows over which Hessians were formed, summed over iterations (n per exact Hessian).
     pub hessian_rows: usize,
+    /// The data's sums at θ (what a fit at another λ on the same rows starts from; see
+    /// [`RidgePath`]).
+    pub(crate) sums: DataSums,
 }
 
 impl Fit {
@@ -124,7 +127,14 @@ pub fn minimise_from(
     options: SolverOptions,
     start: &[f64],
 ) -> Result<Fit, SolverError> {
-    minimise_with(data, penalty, options, start, Curvature::for_data(data))
+    minimise_with(
+        data,
+        penalty,
+        options,
+        start,
+        None,
+        Curvature::for_data(data),
+    )
 }
 
 /// [`minimise_from`] with the given choice of Hessian.
@@ -133,19 +143,19 @@ pub(crate) fn minimise_with(
     penalty: Penalty<'_>,
     options: SolverOptions,
     start: &[f64],
+    start_sums: Option<DataSums>,
     mut curvature: Curvature,
 ) -> Result<Fit, SolverError> {
     if data.is_empty() {
         return Err(SolverError::EmptyData);
     }
     let p = data.dim();
-    let mut theta = if start.len() == p && start.iter().all(|v| v.is_finite()) {
-        start.to_vec()
-    } else {
-        vec![0.0; p]
+    let valid = start.len() == p && start.iter().all(|v| v.is_finite());
+    let mut theta = if valid { start.to_vec() } else { vec![0.0; p] };
+    let (mut current, mut passes) = match start_sums {
+        Some(sums) if valid && sums.rows == data.len() => (sums.evaluation(&theta, penalty), 0),
+        _ => (evaluate(data, &theta, penalty, false), 1),
     };
-    let mut current = evaluate(data, &theta, penalty, false);
-    let mut passes = 1;
     let mut hessian_rows = 0;
     for iteration in 0..=options.max_iterations {
         if !current.value.is_finite() || current.gradient.iter().any(|g| !g.is_finite()) {
@@ -160,6 +170,7 @@ pub(crate) fn minimise_with(
                 iterations: iteration,
                 passes,
                 hessian_rows,
+                sums: current.sums,
             });
         }
         if iteration == options.max_iterations {
@@ -241,6 +252,45 @@ pub fn fit_logistic_from(data: &Dataset, lambda: f64, start: &[f64]) -> Result<F
     )
 }
 
+/// Ridge fits of one data set along a regularisation path: each fit starts at the last
+/// successful minimiser (a warm start, [`fit_logistic_from`]) and takes F and ∇F there from that
+/// fit's data sums instead of a pass over the rows. The result is bit-identical to
+/// `fit_logistic_from(data, λ, last θ)`: the sums are those that pass would compute, at the same
+/// θ. A failed fit leaves the start where it was.
+pub struct RidgePath<'a> {
+    data: &'a Dataset,
+    start: Vec<f64>,
+    sums: Option<DataSums>,
+}
+
+impl<'a> RidgePath<'a> {
+    /// A path on `data` starting at θ = 0.
+    pub fn new(data: &'a Dataset) -> Self {
+        Self {
+            data,
+            start: vec![0.0; data.dim()],
+            sums: None,
+        }
+    }
+
+    /// The fit at `lambda` from the path's current start; on success it becomes the start.
+    pub fn fit(&mut self, lambda: f64) -> Result<Fit, SolverError> {
+        let fit = minimise_with(
+            self.data,
+            Penalty::ridge(lambda),
+            SolverOptions::default(),
+            &self.start,
+            self.sums.clone(),
+            Curvature::for_data(self.data),
+        );
+        if let Ok(f) = &fit {
+            self.start.clone_from(&f.theta);
+            self.sums = Some(f.sums.clone());
+        }
+        fit
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,6 +363,30 @@ mod tests {
                 crate::learn::logistic::evaluate(&data, &t, Penalty::ridge(0.01), false).value
                     > e.value
             );
+        }
+    }
+
+    #[test]
+    fn a_ridge_path_is_bit_identical_to_warm_started_fits_and_skips_their_first_pass() {
+        let x: Vec<f64> = (0..40 * 3)
+            .map(|k| ((k * 7919 % 997) as f64 / 498.5 - 1.0) / 2.0)
+            .collect();
+        let y: Vec<f64> = (0..40)
+            .map(|i| if (i * 31) % 7 < 4 { 1.0 } else { -1.0 })
+            .collect();
+        let data = Dataset::new(x, y, 3);
+        let mut path = RidgePath::new(&data);
+        let mut start = vec![0.0; 3];
+        for (k, lambda) in [1.0, 0.3, 0.1, 0.03, 0.01].into_iter().enumerate() {
+            let reused = path.fit(lambda).expect("converges");
+            let fresh = fit_logistic_from(&data, lambda, &start).expect("converges");
+            let bits = |v: &[f64]| v.iter().map(|t| t.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&reused.theta), bits(&fresh.theta), "λ = {lambda}");
+            assert_eq!(reused.value.to_bits(), fresh.value.to_bits());
+            // The first fit starts at θ = 0 with a pass; later ones reuse the sums.
+            let skipped = usize::from(k > 0);
+            assert_eq!(reused.passes + skipped, fresh.passes, "λ = {lambda}");
+            start = fresh.theta;
         }
     }
 
