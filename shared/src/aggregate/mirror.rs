@@ -338,13 +338,17 @@ impl Kernel for SoftmaxSums<'_> {
             beta,
         } = self;
         let mut acc = vec![0.0; m];
-        // Experts within the cutoff of the best, with their (then normalised) weight. After the first
-        // rows most experts fall outside it, so only a few exponentials are computed per row.
-        let mut live: Vec<(usize, f64)> = Vec::with_capacity(m);
+        // Experts within the cutoff of the best (indices, then their weights, in index order). After
+        // the first rows most experts fall outside it, so only a few exponentials are computed per
+        // row. The weights are a separate array so that their exponentials vectorise; z is then
+        // summed over them in index order, as before.
+        let mut live: Vec<usize> = Vec::with_capacity(m);
+        let mut weights: Vec<f64> = Vec::with_capacity(m);
         let cutoff = NEGLIGIBLE_EXPONENT * beta;
         let inv_beta = 1.0 / beta;
         for (s, &min) in cumulative.chunks(m).zip(mins) {
             live.clear();
+            weights.clear();
             // Whole lanes of experts beyond the cutoff are skipped by one vector compare (the
             // same test as the filter's, so no expert it keeps is skipped).
             for (c, chunk) in s.chunks(LIVE_LANES).enumerate() {
@@ -352,22 +356,23 @@ impl Kernel for SoftmaxSums<'_> {
                     .iter()
                     .fold(false, |any, &v| any | (v - min <= cutoff))
                 {
-                    live.extend(
-                        chunk
-                            .iter()
-                            .enumerate()
-                            .filter(|&(_, &v)| v - min <= cutoff)
-                            .map(|(i, &v)| (c * LIVE_LANES + i, v)),
-                    );
+                    for (i, &v) in chunk.iter().enumerate() {
+                        if v - min <= cutoff {
+                            live.push(c * LIVE_LANES + i);
+                            weights.push(v);
+                        }
+                    }
                 }
             }
-            let mut z = 0.0;
-            for (_, v) in live.iter_mut() {
+            for v in weights.iter_mut() {
                 *v = fastmath::exp_nonpositive((min - *v) * inv_beta);
-                z += *v;
+            }
+            let mut z = 0.0;
+            for &w in &weights {
+                z += w;
             }
             let inv = 1.0 / z;
-            for &(i, w) in &live {
+            for (&i, &w) in live.iter().zip(&weights) {
                 acc[i] += w * inv;
             }
         }

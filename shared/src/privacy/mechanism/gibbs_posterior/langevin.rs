@@ -8,6 +8,7 @@ use super::{GibbsError, MODE_TOLERANCE, TV_SLACK};
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::fastmath;
 use crate::learn::logistic::{Penalty, dot4};
+use crate::learn::simd::{Kernel, vectorised};
 use crate::learn::solver::{SolverOptions, minimise};
 use crate::privacy::mechanism::MechanismError;
 use crate::privacy::noise::NoiseSource;
@@ -34,25 +35,36 @@ fn loss_slope(m: f64) -> f64 {
     inv * (nonneg * u + (1.0 - nonneg))
 }
 
-impl Potential<'_> {
-    /// Writes ∇U(θ) = m_π θ − β Σᵢ yᵢ σ(−yᵢ⟨θ, xᵢ⟩) xᵢ into `out`, in one pass and no allocation.
-    ///
-    /// Rows go in blocks of [`BLOCK_ROWS`] through three stages, as in [`crate::learn::logistic`]: margins,
-    /// then the branch-free slopes (a loop that vectorises), then Σ cᵢxᵢ.
-    pub(in crate::privacy::mechanism) fn gradient(&self, theta: &[f64], out: &mut [f64]) {
+/// ∇U(θ) into `out` ([`Potential::gradient`]'s loop, as a [`Kernel`]).
+struct GradientPass<'a, 'b> {
+    potential: &'a Potential<'b>,
+    theta: &'a [f64],
+    out: &'a mut [f64],
+}
+
+impl Kernel for GradientPass<'_, '_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        let GradientPass {
+            potential,
+            theta,
+            out,
+        } = self;
         let p = theta.len();
         for (o, t) in out.iter_mut().zip(theta) {
-            *o = self.prior_precision * t;
+            *o = potential.prior_precision * t;
         }
         let mut coef = [0.0; BLOCK_ROWS];
-        let rows = self.data.features().chunks(p * BLOCK_ROWS);
-        for (x, y) in rows.zip(self.data.labels().chunks(BLOCK_ROWS)) {
+        let rows = potential.data.features().chunks(p * BLOCK_ROWS);
+        for (x, y) in rows.zip(potential.data.labels().chunks(BLOCK_ROWS)) {
             let coef = &mut coef[..y.len()];
             for ((c, xi), yi) in coef.iter_mut().zip(x.chunks_exact(p)).zip(y) {
                 *c = yi * dot4(xi, theta);
             }
             for (c, yi) in coef.iter_mut().zip(y) {
-                *c = -self.beta * yi * loss_slope(*c);
+                *c = -potential.beta * yi * loss_slope(*c);
             }
             for (xi, c) in x.chunks_exact(p).zip(coef.iter()) {
                 for (o, v) in out.iter_mut().zip(xi) {
@@ -60,6 +72,21 @@ impl Potential<'_> {
                 }
             }
         }
+    }
+}
+
+impl Potential<'_> {
+    /// Writes ∇U(θ) = m_π θ − β Σᵢ yᵢ σ(−yᵢ⟨θ, xᵢ⟩) xᵢ into `out`, in one pass and no allocation.
+    ///
+    /// Rows go in blocks of [`BLOCK_ROWS`] through three stages, as in [`crate::learn::logistic`]: margins,
+    /// then the branch-free slopes (a loop that vectorises), then Σ cᵢxᵢ.
+    /// The pass is compiled for the widest SIMD the CPU has ([`vectorised`]; bit-identical).
+    pub(in crate::privacy::mechanism) fn gradient(&self, theta: &[f64], out: &mut [f64]) {
+        vectorised(GradientPass {
+            potential: self,
+            theta,
+            out,
+        })
     }
 
     /// argmin U, by Newton on U / (nβ) = (1/n)Σℓ + (λ/2β)||θ||².
