@@ -33,8 +33,10 @@
 //! single learner) and their registry; **a new combiner** is one file there and one line in
 //! its registry. [`select`] builds the selectable ones and chooses one by cross-validation on
 //! the own training rows, so that joining never leaves the aggregator worse off than its own
-//! data alone.
+//! data alone; [`agreement`] measures how far the others' learners agree, which sets how much
+//! evidence that choice needs.
 
+pub mod agreement;
 pub mod calibrate;
 pub mod combiner;
 mod comparators;

@@ -67,36 +67,70 @@ fn wide(theta: &[f64], n: usize, seed: u64) -> Dataset {
     Dataset::new(x, y, d)
 }
 
-/// 60 own rows in 40 dimensions leave the local model far from the truth; one released
-/// learner carries it, among noise. The rule must find it and come close to Bayes.
-#[test]
-fn one_perfect_expert_among_noise_is_used() {
-    const WIDE: usize = 40;
+/// 40 dimensions and `theta` of norm 10: the truth, and 60 own rows that leave the local model
+/// far from it.
+fn wide_case() -> (Vec<f64>, Dataset, Dataset) {
     let mut rng = derived_rng(2, &[]);
     let raw: Vec<f64> = (0..WIDE)
         .map(|_| rng.sample::<f64, _>(StandardNormal))
         .collect();
     let norm = dot(&raw, &raw).sqrt();
     let theta: Vec<f64> = raw.iter().map(|v| 10.0 * v / norm).collect();
-    let train = wide(&theta, 60, 3);
-    let test = wide(&theta, 4000, 4);
-    let mut experts: Vec<LinearClassifier> = (0..5)
-        .map(|_| {
-            LinearClassifier::new(
-                (0..WIDE)
-                    .map(|_| 30.0 * rng.sample::<f64, _>(StandardNormal))
-                    .collect(),
-            )
-        })
-        .collect();
-    experts.insert(2, LinearClassifier::new(theta.clone()));
-    let f = choose_final(&experts, &train, &SelectionConfig::default()).expect("final");
+    let (train, test) = (wide(&theta, 60, 3), wide(&theta, 4000, 4));
+    (theta, train, test)
+}
+
+const WIDE: usize = 40;
+
+/// `theta` plus Gaussian noise of `sd` per coordinate.
+fn near(theta: &[f64], sd: f64, rng: &mut impl rand::Rng) -> LinearClassifier {
+    LinearClassifier::new(
+        theta
+            .iter()
+            .map(|t| t + sd * rng.sample::<f64, _>(StandardNormal))
+            .collect(),
+    )
+}
+
+/// Six released learners that agree (each the truth plus a little noise) carry what 60 own
+/// rows in 40 dimensions cannot: the rule uses them and comes close to Bayes.
+#[test]
+fn agreeing_good_experts_are_used_on_few_rows() {
+    let (theta, train, test) = wide_case();
+    let mut rng = derived_rng(7, &[]);
+    let experts: Vec<LinearClassifier> = (0..6).map(|_| near(&theta, 0.3, &mut rng)).collect();
+    let config = SelectionConfig::default();
+    assert!(agreement(&experts) >= config.min_agreement);
+    let f = choose_final(&experts, &train, &config).expect("final");
     assert_ne!(f.chosen, Candidate::Local, "{:?}", f.cv);
+    assert_eq!(f.config, config, "the thresholds are not raised");
     let chosen = f.classifier().accuracy(&test);
     let local = f.model(Candidate::Local).accuracy(&test);
     let bayes = LinearClassifier::new(theta).accuracy(&test);
     assert!(chosen > local + 0.05, "chosen {chosen} vs local {local}");
     assert!(chosen > bayes - 0.02, "chosen {chosen} vs Bayes {bayes}");
+}
+
+/// The price of the agreement gate: one learner carries the truth, among five of noise. The six
+/// do not agree, so a candidate needs `z_disagree` standard errors; on 60 own rows the perfect
+/// learner's gain (about 10 points) is under 2 of them, and the final model stays local, with
+/// the raised thresholds recorded for the report.
+#[test]
+fn a_lone_perfect_expert_among_noise_needs_strong_evidence() {
+    let (theta, train, _) = wide_case();
+    let mut rng = derived_rng(2, &[1]);
+    let mut experts: Vec<LinearClassifier> = (0..5)
+        .map(|_| near(&vec![0.0; WIDE], 30.0, &mut rng))
+        .collect();
+    experts.insert(2, LinearClassifier::new(theta));
+    let config = SelectionConfig::default();
+    assert!(agreement(&experts) < config.min_agreement);
+    let f = choose_final(&experts, &train, &config).expect("final");
+    assert_eq!(f.chosen, Candidate::Local, "{:?}", f.cv);
+    assert_eq!(f.config, config.for_agreement(f.agreement));
+    assert_eq!(f.config.z_accuracy, config.z_disagree);
+    let best = f.cv.iter().map(|e| e.gain).fold(0.0, f64::max);
+    assert!(best > 0.05, "the perfect learner looked better: {:?}", f.cv);
 }
 
 #[test]
@@ -172,11 +206,11 @@ fn the_lambda_grid_follows_the_rows_scale() {
 }
 
 /// Issue 22's planted case: the others' learners are pure noise and the aggregator has 60
-/// rows. Over 200 seeds the rule must keep local (or a combination equal to it to 1e-9) in
-/// most of them. Issue 22 asks for 95 %; this rule keeps 174 of 200 (87 %): its misses are
-/// stackers that re-parametrise the local model (nine random directions span the six
-/// dimensions) and win by a row or two in cross-validation. The test guards that level; the
-/// former rule (one standard error over the correlated n × repeats scores) kept fewer.
+/// rows. Over 200 seeds the rule must keep local (or a combination equal to it to 1e-9) in at
+/// least 95 % of them. Nine random directions do not agree, so every candidate needs
+/// `z_disagree` standard errors. (Without the agreement gate the rule kept 174 of 200: its
+/// misses were stackers that re-parametrise the local model — nine random directions span the
+/// six dimensions — winning by a row or two in cross-validation.)
 #[test]
 fn noise_learners_on_sixty_rows_mostly_leave_the_local_model() {
     let mut kept = 0;
@@ -198,7 +232,7 @@ fn noise_learners_on_sixty_rows_mostly_leave_the_local_model() {
             kept += 1;
         }
     }
-    assert!(kept >= 170, "local kept in {kept} of 200 seeds");
+    assert!(kept >= 190, "local kept in {kept} of 200 seeds");
 }
 
 /// Cross-fitting: the own model is weighted by losses on rows it did not see. On 40 rows with

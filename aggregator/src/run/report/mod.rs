@@ -211,6 +211,9 @@ pub struct FinalView {
     pub local_lambda: f64,
     /// λ of the stacker (cross-validated).
     pub stacking_lambda: f64,
+    /// How far the others' learners agree on a direction (0 to 1; below the selection's
+    /// `min_agreement` a candidate needs stronger evidence).
+    pub agreement: f64,
     /// How sure the choice is, in one sentence: the cross-validated gain of the best
     /// candidate over local, and whether it cleared the selection's threshold.
     pub evidence: String,
@@ -234,6 +237,7 @@ impl FinalView {
             gain_ci95: [lo, hi],
             local_lambda: fin.local_lambda,
             stacking_lambda: fin.stacking_lambda,
+            agreement: fin.agreement,
             evidence: evidence(fin),
             candidates: fin
                 .cv
@@ -277,8 +281,16 @@ impl FinalView {
 /// The selection's evidence in words (see [`FinalView::evidence`]).
 fn evidence(fin: &FinalModel) -> String {
     let points = |x: f64| format!("{:.1}", 100.0 * x);
+    let agreement = if fin.agreement < fin.config.min_agreement {
+        format!(
+            "the others' learners do not agree with each other (agreement {:.2}, below {:.2}), so ",
+            fin.agreement, fin.config.min_agreement
+        )
+    } else {
+        String::new()
+    };
     let rule = format!(
-        "a candidate needs a gain above {} standard errors in accuracy and {} in calibrated log-loss",
+        "{agreement}a candidate needs a gain above {} standard errors in accuracy and {} in calibrated log-loss",
         fin.config.z_accuracy, fin.config.z_loss
     );
     let best = fin

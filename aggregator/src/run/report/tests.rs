@@ -34,6 +34,7 @@ fn node_strings_are_escaped_in_html() {
             gain_ci95: [0.05, 0.25],
             local_lambda: 0.01,
             stacking_lambda: 0.1,
+            agreement: 0.99,
             evidence: "in cross-validation on 60 own rows, stacking gained 12.0 ± 3.0 points over your own model, more than the 2.3 standard errors required".into(),
             candidates: Vec::new(),
             weights: vec![1.0],
