@@ -32,8 +32,11 @@ impl Report {
             .map(|c| format!("<li><b>{}</b>: {}.</li>\n", c.name(), c.definition()))
             .collect();
         format!(
-            "<table><tr><th>candidate</th><th>CV accuracy (own training rows)</th><th>CV gain over local, points ± s.e.</th><th>test accuracy</th></tr>\n{rows}</table>\n<ul class=\"candidates\">\n{definitions}</ul>\n<p>The local model is kept unless another candidate's mean cross-validated gain in accuracy over it (paired, row by row, on the held-out rows of repeated stratified folds) exceeds one standard error; if several do, the one with the highest gain − 1 s.e. is chosen. The local model's λ = {} and stacking's λ = {} were chosen by 5-fold cross-validation on the own training rows. Weights of the final model: <code>model.json</code>.</p>",
-            self.final_model.local_lambda, self.final_model.stacking_lambda
+            "<table><tr><th>candidate</th><th>CV accuracy (own training rows)</th><th>CV gain over local, points ± s.e.</th><th>test accuracy</th></tr>\n{rows}</table>\n<ul class=\"candidates\">\n{definitions}</ul>\n<p>The local model is kept unless another candidate's mean cross-validated gain over it (paired, row by row, on the held-out rows of repeated stratified folds) clears the selection's thresholds, in accuracy and in calibrated log-loss, each in standard errors; if several do, the one with the highest accuracy gain is chosen. The thresholds rise when the others' learners do not agree on a direction (their agreement here: {:.2}). Here: {}. The local model's λ = {} and stacking's λ = {} were chosen by 5-fold cross-validation on the own training rows. Weights of the final model: <code>model.json</code>.</p>",
+            self.final_model.agreement,
+            esc(&self.final_model.evidence),
+            self.final_model.local_lambda,
+            self.final_model.stacking_lambda
         )
     }
 
