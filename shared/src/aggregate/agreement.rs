@@ -28,13 +28,10 @@ use crate::learn::classifier::LinearClassifier;
 /// The agreement α ∈ [0, 1] of `experts` (see the module docs).
 pub fn agreement(experts: &[LinearClassifier]) -> f64 {
     let m = experts.len();
-    let Some(dim) = experts.first().map(|e| e.coefficients().len()) else {
-        return 0.0;
-    };
     if m < 2 {
         return 0.0;
     }
-    let mut sum = vec![0.0; dim];
+    let mut sum = vec![0.0; experts[0].coefficients().len()];
     let mut self_terms = 0.0;
     for e in experts {
         let theta = e.coefficients();
