@@ -237,3 +237,52 @@ fn bad_experiment_input_is_a_one_line_error() {
     let out = experiment("learners", &dir, tmp.path(), &["--epsilons", "1,0"]);
     assert_one_line_error(&out, &["epsilon"]);
 }
+
+/// `experiment lambda` (issue 25) on a small grid: every cell of every candidate written, the
+/// fitted constant printed, the same seed giving the same CSVs, and bad grids refused.
+#[test]
+fn lambda_fits_a_constant_reproducibly_and_refuses_bad_grids() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let grid = [
+        "--mechanism",
+        "objective-perturbation",
+        "--delta",
+        "0",
+        "--trials",
+        "3",
+        "--rows",
+        "40,500",
+        "--dims",
+        "5",
+        "--epsilons",
+        "1",
+        "--constants",
+        "2,8,60",
+    ];
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    for dir in [&a, &b] {
+        let out = experiment("lambda", dir, tmp.path(), &grid);
+        assert_success(&out);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("fitted constant: C = "));
+    }
+    let cells = String::from_utf8(read(&a, "lambda_cells.csv")).expect("utf8");
+    // 3 shapes × 2 n × 1 d × 1 ε cells × 3 candidates, and the header.
+    assert_eq!(cells.lines().count(), 1 + 3 * 2 * 3);
+    for name in ["lambda_cells.csv", "lambda_summary.csv", "lambda.md"] {
+        assert_eq!(read(&a, name), read(&b, name), "{name}");
+    }
+    let dir = tmp.path().join("x");
+    for (bad, needle) in [
+        (["--constants", "0,8"], "constants"),
+        (["--dims", "1"], "dims"),
+        (["--rows", "1"], "rows"),
+        (["--trials", "0"], "trials"),
+        (["--mechanism", "nope"], "mechanism"),
+    ] {
+        let out = experiment("lambda", &dir, tmp.path(), &bad);
+        assert_one_line_error(&out, &[needle]);
+    }
+    // An (ε, δ) mechanism at δ = 0 is refused before any work, naming the mechanism.
+    let out = experiment("lambda", &dir, tmp.path(), &["--delta", "0"]);
+    assert_one_line_error(&out, &["langevin"]);
+}

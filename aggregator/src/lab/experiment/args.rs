@@ -33,6 +33,9 @@ pub(super) enum Command {
     /// Synthetic data (Miura et al. 2022) against mirror averaging at equal ε: every node's
     /// `mvn-synthetic-gaussian` rows pooled with the aggregator's, per dataset and ε (issue 14).
     Synthetic(SyntheticArgs),
+    /// Fit the constant C of a mechanism's `auto` rule λ = C√d/(n ε^{3/2}) on synthetic data of
+    /// three shapes (288 cells by default; see EXPERIMENTS.md).
+    Lambda(LambdaArgs),
 }
 
 /// Arguments of `experiment paper`.
@@ -175,4 +178,40 @@ pub(super) struct SyntheticArgs {
     /// A smoke run: 3 trials (unless --trials is given) at ε = 1 only.
     #[arg(long, conflicts_with = "epsilons")]
     pub(super) quick: bool,
+}
+
+/// Arguments of `experiment lambda`.
+#[derive(Debug, clap::Args)]
+pub(super) struct LambdaArgs {
+    /// Output folder (created if missing).
+    #[arg(long)]
+    pub(super) out: PathBuf,
+    /// The mechanism whose rule is fitted (names: `privacy mechanisms`).
+    #[arg(long, default_value = "langevin")]
+    pub(super) mechanism: String,
+    /// δ of its releases: 0 for an ε-DP mechanism.
+    #[arg(long, default_value_t = 1e-5)]
+    pub(super) delta: f64,
+    /// Candidate constants C, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "2,4,8,15,30,60,120,240")]
+    pub(super) constants: Vec<f64>,
+    /// Trials (fresh training rows and noise) per cell.
+    #[arg(long, default_value_t = 50)]
+    pub(super) trials: usize,
+    /// Master seed (simulation only).
+    #[arg(long, default_value_t = 1)]
+    pub(super) seed: u64,
+    /// Privacy levels of the grid.
+    #[arg(long, value_delimiter = ',', default_value = "0.5,1,2,5")]
+    pub(super) epsilons: Vec<f64>,
+    /// Training rows n of the grid.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "40,100,200,500,1000,2000"
+    )]
+    pub(super) rows: Vec<usize>,
+    /// Dimensions d of the grid (intercept included).
+    #[arg(long, value_delimiter = ',', default_value = "5,10,20,31")]
+    pub(super) dims: Vec<usize>,
 }

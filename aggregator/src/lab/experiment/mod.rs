@@ -20,6 +20,8 @@
 //!   003, `mvn-synthetic-gaussian`) pooled with the aggregator's own rows with mirror averaging at
 //!   equal ε, beside tuned local and centralised, on the paper's datasets and synthetic data
 //!   (issue 14).
+//! - `experiment lambda --out DIR --mechanism NAME` fits the constant of a mechanism's `auto`
+//!   regulariser rule on synthetic data of three shapes ([`lambda_rule`], [`lambda_shapes`]).
 //!
 //! The defaults are the paper's stated setup; nothing is tuned to match its numbers. CSVs are a
 //! function of the seed only (fixed-precision numbers, deterministic simulation).
@@ -51,6 +53,8 @@
 mod args;
 mod figures;
 mod harness;
+mod lambda_rule;
+mod lambda_shapes;
 mod learner_data;
 mod learners;
 mod mechanisms;
@@ -79,5 +83,6 @@ pub fn run_command(args: Args, stdout: &mut Out) -> Result<()> {
         Command::Learners(a) => learners::run(a, stdout),
         Command::Utility(a) => utility::run(a, stdout),
         Command::Synthetic(a) => synthetic::run(a, stdout),
+        Command::Lambda(a) => lambda_rule::run(a, stdout),
     }
 }
