@@ -7,10 +7,16 @@
 //!
 //! | mechanism | λ_auto |
 //! |---|---|
-//! | objective perturbation, ε-DP and (ε, δ) (and CMS 2011 Algorithm 2); `langevin` (not separately calibrated) | 8√d / (n ε^{3/2}) |
-//! | output perturbation | 60√d / (n ε^{3/2}) |
+//! | objective perturbation, ε-DP and (ε, δ) (and CMS 2011 Algorithm 2) | 8√d / (n ε^{3/2}) |
+//! | output perturbation; `langevin` (issue 25: fitted on its own, C = 60) | 60√d / (n ε^{3/2}) |
 //! | DP-SGD (accuracy is nearly flat in λ) | 0.056√d / n |
 //! | Gibbs posterior, DP-SGD of BST 2014 | 0.01 (not calibrated: Minami et al. 2015, §5.1's value) |
+//!
+//! `dpagg-aggregator experiment lambda --mechanism NAME` re-runs such a fit for one mechanism
+//! (three shapes of its own, the same 288-cell grid; EXPERIMENTS.md, "Fitting a λ rule"). It gives
+//! back C = 8 for objective perturbation and 60–120 (flat) for output perturbation; for
+//! `langevin`, whose stationary noise is that of Gaussian output perturbation, it gives C = 60 —
+//! output perturbation's rule, which `langevin` uses.
 //!
 //! Every value is clamped to [10⁻⁴, 10]. The constants were fitted by simulation on synthetic
 //! data of three shapes (isotropic, correlated, weak signal) over n ∈ {40, …, 2000},
@@ -51,9 +57,9 @@ pub enum Lambda {
 /// Which `auto` rule a mechanism uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AutoRule {
-    /// 8√d / (n ε^{3/2}): objective perturbation (every variant), and `langevin`.
+    /// 8√d / (n ε^{3/2}): objective perturbation (every variant).
     ObjectivePerturbation,
-    /// 60√d / (n ε^{3/2}): output perturbation.
+    /// 60√d / (n ε^{3/2}): output perturbation, and `langevin`.
     OutputPerturbation,
     /// 0.056√d / n: DP-SGD.
     DpSgd,

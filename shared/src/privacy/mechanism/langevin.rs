@@ -35,13 +35,16 @@
 //! curve ε(α) = α·ρ₀ through the ledger's own RDP → (ε, δ) conversion
 //! ([`crate::privacy::accounting::calibrate_sigma`] at q = 1, T = 1: ρ₀ = 1/(2σ_G²)); that curve
 //! is what [`Mechanism::rdp`] publishes, before any data is seen. At release, n and d (public)
-//! resolve λ ([`AutoRule::ObjectivePerturbation`] for `auto`), then η = `step_scale`/β,
+//! resolve λ ([`AutoRule::OutputPerturbation`] for `auto`: fitted for this chain by `experiment
+//! lambda`, issue 25), then η = `step_scale`/β,
 //! c = 1 − ηλ, s = 2η/n and σ = s·σ_G·√((1 + c)/(1 − c)), so that ρ_∞ ≤ ρ₀: the guarantee holds
 //! for **every** K, and K is chosen for utility — the smallest K with c^K ≤ `tolerance` (the
 //! noiseless descent's distance to the minimiser, at most ‖θ*‖ ≤ 1/λ, shrinks by c^K), capped at
 //! [`MAX_STEPS`]. The stationary standard deviation per coordinate of the linear part,
 //! σ/√(1 − c²) = 2σ_G/(nλ) = √2/(nλ√ρ₀), equals that of Gaussian output perturbation at the same
-//! ρ₀; the loss curvature only shrinks it.
+//! ρ₀; the loss curvature only shrinks it. That is why `auto` is output perturbation's rule
+//! (60√d/(n ε^{3/2}), 7.5 times objective perturbation's): fitted on its own over 288 synthetic
+//! cells it gives the same constant (EXPERIMENTS.md, "Fitting a λ rule").
 //!
 //! **Assumptions:** logistic loss, every row ‖x‖₂ ≤ 1 (checked by the template), λ > 0, δ > 0
 //! (a Gaussian-shaped RDP curve gives no pure ε-DP; δ = 0 is refused). The proof is about real
@@ -447,7 +450,7 @@ impl Langevin {
     /// The λ a release on `n` rows of dimension `dim` trains with.
     pub fn lambda_for(&self, n: usize, dim: usize) -> f64 {
         self.lambda
-            .resolve(AutoRule::ObjectivePerturbation, n, dim, self.epsilon)
+            .resolve(AutoRule::OutputPerturbation, n, dim, self.epsilon)
     }
 
     /// The chain a release on `n` rows of dimension `dim` runs (public quantities only).
