@@ -315,8 +315,16 @@ fn evidence(fin: &FinalModel) -> String {
             fin.rows,
         ),
         _ => format!(
-            "the others' learners did not beat your own model in cross-validation on {} own rows, so the final model is your own: joining changes nothing here",
-            fin.rows
+            "the others' learners did not beat your own model in cross-validation on {} own rows{}, so the final model is your own: joining changes nothing here",
+            fin.rows,
+            if agreement.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " and do not agree with each other (agreement {:.2})",
+                    fin.agreement
+                )
+            }
         ),
     }
 }
