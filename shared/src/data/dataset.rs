@@ -111,49 +111,20 @@ impl Dataset {
     }
 
     /// Fraction of rows on which `sign(⟨θ, x⟩)` equals the label (a zero margin counts as +1).
-    ///
-    /// Rows go [`ACCURACY_LANES`] at a time, each margin summed in feature order exactly as
-    /// [`dot`] sums it (the same margins, up to the sign of a zero margin, which both count as
-    /// +1): the lanes are independent chains of additions that run side by side instead of one
-    /// row's chain waiting on each addition.
     pub fn accuracy(&self, theta: &[f64]) -> f64 {
         if self.is_empty() {
             return f64::NAN;
         }
-        let p = self.dim;
-        let predicts = |z: f64, y: f64| (if z >= 0.0 { 1.0 } else { -1.0 }) == y;
-        let mut correct = 0usize;
-        // Rows in whole blocks of lanes (none when there are no features).
-        let full = if p == 0 {
-            0
-        } else {
-            self.len() / ACCURACY_LANES * ACCURACY_LANES
-        };
-        for (block, labels) in self.x[..full * p]
-            .chunks_exact(ACCURACY_LANES * p)
-            .zip(self.y.chunks_exact(ACCURACY_LANES))
-        {
-            let mut z = [0.0; ACCURACY_LANES];
-            for (j, t) in theta.iter().enumerate() {
-                for (r, zr) in z.iter_mut().enumerate() {
-                    *zr += block[r * p + j] * t;
-                }
-            }
-            correct += z
-                .iter()
-                .zip(labels)
-                .filter(|(z, y)| predicts(**z, **y))
-                .count();
-        }
-        correct += (full..self.len())
-            .filter(|&i| predicts(dot(self.row(i), theta), self.y[i]))
+        let correct = (0..self.len())
+            .filter(|&i| {
+                let z: f64 = dot(self.row(i), theta);
+                let pred = if z >= 0.0 { 1.0 } else { -1.0 };
+                pred == self.y[i]
+            })
             .count();
         correct as f64 / self.len() as f64
     }
 }
-
-/// Rows whose margins [`Dataset::accuracy`] computes side by side.
-const ACCURACY_LANES: usize = 8;
 
 /// Dot product of two equal-length slices.
 #[inline]
@@ -165,35 +136,6 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The blocked margins predict exactly as `dot` row by row, at every row count around the
-    /// block size and with zero margins.
-    #[test]
-    fn accuracy_is_that_of_dot_row_by_row() {
-        let mut rng = crate::privacy::noise::derived_rng(7, &[]);
-        for (n, p) in [(1, 3), (7, 3), (8, 3), (9, 1), (17, 10), (64, 31), (101, 5)] {
-            use rand::RngExt;
-            let mut x: Vec<f64> = (0..n * p).map(|_| rng.random::<f64>() - 0.5).collect();
-            // A zero row: margin 0 counts as +1.
-            x[..p].iter_mut().for_each(|v| *v = 0.0);
-            let y: Vec<f64> = (0..n)
-                .map(|_| if rng.random::<bool>() { 1.0 } else { -1.0 })
-                .collect();
-            let d = Dataset::new(x, y, p);
-            let theta: Vec<f64> = (0..p).map(|_| rng.random::<f64>() - 0.5).collect();
-            let reference = (0..n)
-                .filter(|&i| {
-                    (if dot(d.row(i), &theta) >= 0.0 {
-                        1.0
-                    } else {
-                        -1.0
-                    }) == d.label(i)
-                })
-                .count() as f64
-                / n as f64;
-            assert_eq!(d.accuracy(&theta), reference, "n = {n}, p = {p}");
-        }
-    }
 
     #[test]
     fn subset_concat_and_accuracy() {
