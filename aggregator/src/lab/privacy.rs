@@ -103,7 +103,7 @@ struct LangevinArgs {
     /// Dimension d of θ (intercept included); used by `--lambda auto`.
     #[arg(long, default_value_t = 1)]
     dim: usize,
-    /// Regulariser λ > 0, or `auto` (calibrated form only: the rule of objective perturbation).
+    /// Regulariser λ > 0, or `auto` (calibrated form only: `langevin`'s rule, 60√d/(n ε^{3/2})).
     #[arg(long, allow_negative_numbers = true)]
     lambda: Lambda,
     /// Target ε (calibrated form).
