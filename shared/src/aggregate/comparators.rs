@@ -33,6 +33,15 @@ pub fn best_single<E: AsRef<[f64]>>(
     Ok(argmin(&super::mirror::total_losses(experts, data)))
 }
 
+/// [`best_single`] of the first `m` experts of `table`, from their losses there (same bits).
+pub fn best_single_from_table(
+    table: &super::loss_table::LossTable,
+    m: usize,
+) -> Result<usize, AggregateError> {
+    table.check(m, table.rows())?;
+    Ok(argmin(&table.totals(m)))
+}
+
 /// Index of the smallest value (first on ties).
 pub(super) fn argmin(values: &[f64]) -> usize {
     values

@@ -3,6 +3,7 @@
 //! against.
 
 use super::comparators::{argmin, combine};
+use super::loss_table::LossTable;
 use super::{AggregateError, check_order, validate};
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::classifier::LinearClassifier;
@@ -93,12 +94,49 @@ impl MirrorAveraging {
         validate(experts, data)?;
         check_order(order, data.len())?;
         let m = experts.len();
-        let p = data.dim();
-        let flat: Vec<f64> = experts
-            .iter()
-            .flat_map(|e| e.as_ref().iter().copied())
-            .collect();
-        let expert_matrix = DMatrix::from_row_slice(m, p, &flat);
+        let expert_matrix = expert_matrix(experts, data.dim());
+        Ok(self.sweep(m, order, |block, buf| {
+            buf.par_chunks_mut(SUB_ROWS * m)
+                .zip(block.par_chunks(SUB_ROWS))
+                .for_each(|(out, rows)| block_losses(&expert_matrix, data, rows, out));
+        }))
+    }
+
+    /// [`Self::aggregate`] of the first `m` experts of `table` (the experts it was computed for,
+    /// in that order, are `experts`), reading their losses instead of computing them: the same
+    /// visiting order from `rng` and the same bits.
+    pub fn aggregate_from_table<E: AsRef<[f64]>, R: Rng + ?Sized>(
+        &self,
+        experts: &[E],
+        table: &LossTable,
+        rng: &mut R,
+    ) -> Result<Aggregate, AggregateError> {
+        let m = experts.len();
+        let n = table.rows();
+        table.check(m, n)?;
+        let mut order: Vec<usize> = (0..n).collect();
+        order.shuffle(rng);
+        let (mixing_weights, risks) = self.sweep(m, &order, |block, buf| {
+            for (out, &t) in buf.chunks_mut(m).zip(block) {
+                out.copy_from_slice(table.row(t, m));
+            }
+        });
+        Ok(Aggregate {
+            classifier: combine(experts, &mixing_weights),
+            mixing_weights,
+            risks,
+        })
+    }
+
+    /// Eq. 15–16 over the rows in `order`, block by block: `fill(block, buf)` writes the losses
+    /// of the block's rows (row t of the block in `buf[t·m..(t + 1)·m]`); returns λ and each
+    /// expert's total loss.
+    fn sweep(
+        &self,
+        m: usize,
+        order: &[usize],
+        fill: impl Fn(&[usize], &mut [f64]),
+    ) -> (Vec<f64>, Vec<f64>) {
         let mut cumulative = vec![0.0; m];
         let mut lambda_sum = vec![0.0; m];
         let mut buf = vec![0.0; BLOCK_ROWS.min(order.len()) * m];
@@ -106,9 +144,7 @@ impl MirrorAveraging {
         for block in order.chunks(BLOCK_ROWS) {
             let buf = &mut buf[..block.len() * m];
             // Losses ℓ(⟨θ_m, x_t⟩, y_t), row t of the block in buf[t*m..(t+1)*m].
-            buf.par_chunks_mut(SUB_ROWS * m)
-                .zip(block.par_chunks(SUB_ROWS))
-                .for_each(|(out, rows)| block_losses(&expert_matrix, data, rows, out));
+            fill(block, buf);
             // Eq. 15 numerators need S_t = S_{t−1} + ℓ_t: sequential over t.
             cumulate(buf, &mut cumulative, &mut mins);
             let beta = self.beta;
@@ -124,7 +160,7 @@ impl MirrorAveraging {
             }
         }
         let n = order.len() as f64;
-        Ok((lambda_sum.into_iter().map(|v| v / n).collect(), cumulative))
+        (lambda_sum.into_iter().map(|v| v / n).collect(), cumulative)
     }
 
     /// The mixing weights λ (eq. 15–16) from losses computed elsewhere: `losses` holds, row by
@@ -194,11 +230,7 @@ impl Aggregate {
 /// sweep's vectorised block losses (the best single expert's criterion, at the sweep's speed).
 pub(super) fn total_losses<E: AsRef<[f64]>>(experts: &[E], data: &Dataset) -> Vec<f64> {
     let m = experts.len();
-    let flat: Vec<f64> = experts
-        .iter()
-        .flat_map(|e| e.as_ref().iter().copied())
-        .collect();
-    let expert_matrix = DMatrix::from_row_slice(m, data.dim(), &flat);
+    let expert_matrix = expert_matrix(experts, data.dim());
     let rows: Vec<usize> = (0..data.len()).collect();
     let mut totals = vec![0.0; m];
     let mut buf = vec![0.0; BLOCK_ROWS.min(rows.len()) * m];
@@ -216,9 +248,23 @@ pub(super) fn total_losses<E: AsRef<[f64]>>(experts: &[E], data: &Dataset) -> Ve
     totals
 }
 
+/// The experts as the rows of an M × p matrix.
+pub(super) fn expert_matrix<E: AsRef<[f64]>>(experts: &[E], p: usize) -> DMatrix<f64> {
+    let flat: Vec<f64> = experts
+        .iter()
+        .flat_map(|e| e.as_ref().iter().copied())
+        .collect();
+    DMatrix::from_row_slice(experts.len(), p, &flat)
+}
+
 /// Scores via one matrix product (M × p times p × rows) written straight into `out` — whose
 /// row-major rows × M layout is the column-major M × rows result — then logistic losses in place.
-fn block_losses(experts: &DMatrix<f64>, data: &Dataset, rows: &[usize], out: &mut [f64]) {
+pub(super) fn block_losses(
+    experts: &DMatrix<f64>,
+    data: &Dataset,
+    rows: &[usize],
+    out: &mut [f64],
+) {
     let p = data.dim();
     let m = experts.nrows();
     let mut xs = Vec::with_capacity(rows.len() * p);

@@ -40,10 +40,11 @@ pub mod agreement;
 pub mod calibrate;
 pub mod combiner;
 mod comparators;
+pub mod loss_table;
 mod mirror;
 pub mod select;
 
-pub use comparators::{best_single, combine, uniform_average};
+pub use comparators::{best_single, best_single_from_table, combine, uniform_average};
 pub use mirror::{
     Aggregate, BETA_LOGISTIC, BLOCK_ROWS, MirrorAveraging, NEGLIGIBLE_EXPONENT, SUB_ROWS,
     reference_weights,
@@ -84,6 +85,20 @@ pub enum AggregateError {
     /// The visiting order is not a permutation of the rows.
     #[error("the visiting order must be a permutation of the {0} data rows")]
     BadOrder(usize),
+    /// A loss table does not hold the losses an aggregation asks for.
+    #[error(
+        "the loss table holds {table_experts} learners on {table_rows} rows; asked for {experts} learners on {rows} rows"
+    )]
+    TableMismatch {
+        /// Learners asked for.
+        experts: usize,
+        /// Rows asked for.
+        rows: usize,
+        /// Learners in the table.
+        table_experts: usize,
+        /// Rows in the table.
+        table_rows: usize,
+    },
 }
 
 fn validate<E: AsRef<[f64]>>(experts: &[E], data: &Dataset) -> Result<(), AggregateError> {

@@ -363,12 +363,7 @@ fn fit_all(
 ) -> Result<Vec<(Candidate, Combined)>, SelectError> {
     let local_lambda = tuned[0].1.expect("the local model's λ is tuned");
     let own = fit_on_path(data, local_lambda)?.classifier();
-    let inputs = Inputs {
-        experts,
-        data,
-        own: &own,
-        beta: config.beta,
-    };
+    let inputs = Inputs::new(experts, data, &own, config.beta);
     let mut rng = derived_rng(config.seed, purpose);
     tuned
         .iter()
@@ -383,12 +378,7 @@ fn fit_comparators(
     own: &LinearClassifier,
     config: &SelectionConfig,
 ) -> Result<Vec<(Candidate, LinearClassifier)>, SelectError> {
-    let inputs = Inputs {
-        experts,
-        data,
-        own,
-        beta: config.beta,
-    };
+    let inputs = Inputs::new(experts, data, own, config.beta);
     let mut rng = derived_rng(config.seed, &[14]);
     Candidate::comparators()
         .map(|c| Ok((c, c.combiner().fit(&inputs, None, &mut rng)?.classifier)))
@@ -523,12 +513,7 @@ pub fn local_and_mirror(
     let k = enough_rows(train, config)?;
     let lambda = cv_lambda(train, &tuning_folds(train, k, config.seed))?;
     let own = fit_on_path(train, lambda)?.classifier();
-    let inputs = Inputs {
-        experts,
-        data: train,
-        own: &own,
-        beta: config.beta,
-    };
+    let inputs = Inputs::new(experts, train, &own, config.beta);
     // `fit_all`'s stream: the local model draws nothing from it, mirror averaging comes next.
     let mut rng = derived_rng(config.seed, &[FINAL_FITS]);
     let mirror = Candidate::MirrorAveraging

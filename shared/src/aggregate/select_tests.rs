@@ -251,6 +251,7 @@ fn mirror_with_own_weights_the_own_model_by_cross_fitted_losses() {
         data: &train,
         own: &own,
         beta: 3.0,
+        losses: None,
     };
     let mut rng = derived_rng(41, &[]);
     let crossed = MirrorWithOwn

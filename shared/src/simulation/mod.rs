@@ -18,6 +18,7 @@
 //! (seed, trial, ε, organisation, purpose), so results are identical for any thread count.
 
 use crate::aggregate::combiner::Inputs;
+use crate::aggregate::loss_table::LossTable;
 use crate::aggregate::select::{Candidate, SelectError};
 use crate::aggregate::{AggregateError, MirrorAveraging};
 use crate::data::dataset::Dataset;
@@ -282,11 +283,14 @@ fn run_epsilon(
     (0..trial.orgs.len())
         .map(|m| {
             let experts = others(&private, m);
+            // The losses of the others' learners and the own model on the organisation's rows,
+            // once for every combiner that needs them (same bits as each computing its own).
+            let mut scored = experts.clone();
+            scored.push(trial.local[m].clone());
+            let table = LossTable::new(&scored, &trial.orgs[m])?;
             let inputs = Inputs {
-                experts: &experts,
-                data: &trial.orgs[m],
-                own: &trial.local[m],
-                beta: config.beta,
+                losses: Some(&table),
+                ..Inputs::new(&experts, &trial.orgs[m], &trial.local[m], config.beta)
             };
             let combiners = Candidate::simulated()
                 .map(|(c, s)| {

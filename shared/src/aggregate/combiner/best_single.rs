@@ -3,7 +3,7 @@
 //! reported but never chosen.
 
 use super::{Combined, Combiner, Inputs, Simulated};
-use crate::aggregate::best_single;
+use crate::aggregate::{best_single, best_single_from_table};
 use crate::aggregate::select::SelectError;
 use rand::rngs::ChaCha20Rng;
 
@@ -52,7 +52,10 @@ impl Combiner for BestSingle {
         if let Some(own) = inputs.own_without_experts() {
             return Ok(own);
         }
-        let best = best_single(inputs.experts, inputs.data)?;
+        let best = match inputs.losses {
+            Some(table) => best_single_from_table(table, inputs.experts.len())?,
+            None => best_single(inputs.experts, inputs.data)?,
+        };
         Ok(inputs.experts[best].clone().into())
     }
 }

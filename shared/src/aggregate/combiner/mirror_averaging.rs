@@ -47,7 +47,11 @@ impl Combiner for MirrorAveraging {
         let mirror = Mirror::new(inputs.beta)?;
         match inputs.own_without_experts() {
             Some(own) => Ok(own),
-            None => Ok(mirror.aggregate(inputs.experts, inputs.data, rng)?.into()),
+            None => Ok(match inputs.losses {
+                Some(table) => mirror.aggregate_from_table(inputs.experts, table, rng)?,
+                None => mirror.aggregate(inputs.experts, inputs.data, rng)?,
+            }
+            .into()),
         }
     }
 }

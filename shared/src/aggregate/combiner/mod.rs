@@ -20,6 +20,7 @@
 //! DP with respect to the aggregator's own rows.
 
 use super::Aggregate;
+use super::loss_table::LossTable;
 use super::select::SelectError;
 use crate::data::dataset::Dataset;
 use crate::learn::classifier::LinearClassifier;
@@ -66,6 +67,10 @@ pub struct Inputs<'a> {
     pub own: &'a LinearClassifier,
     /// Mirror-averaging temperature β.
     pub beta: f64,
+    /// When given: the losses of `experts` followed by `own` on `data` ([`LossTable::new`] of
+    /// them, in that order), which combiners that need them read instead of recomputing (a
+    /// simulation runs several on the same rows; the results are the same bits).
+    pub losses: Option<&'a LossTable>,
 }
 
 /// What a combiner's one-off tuning sees: all training rows and the tuning folds.
@@ -99,7 +104,23 @@ impl From<Aggregate> for Combined {
     }
 }
 
-impl Inputs<'_> {
+impl<'a> Inputs<'a> {
+    /// The inputs without a loss table (combiners compute the losses they need).
+    pub fn new(
+        experts: &'a [LinearClassifier],
+        data: &'a Dataset,
+        own: &'a LinearClassifier,
+        beta: f64,
+    ) -> Self {
+        Self {
+            experts,
+            data,
+            own,
+            beta,
+            losses: None,
+        }
+    }
+
     /// The local model when there are no experts to combine (what every combiner of experts
     /// falls back to), else `None`.
     pub fn own_without_experts(&self) -> Option<Combined> {
