@@ -102,9 +102,9 @@ impl MirrorAveraging {
         }))
     }
 
-    /// [`Self::aggregate`] of the first `m` experts of `table` (the experts it was computed for,
-    /// in that order, are `experts`), reading their losses instead of computing them: the same
-    /// visiting order from `rng` and the same bits.
+    /// [`Self::aggregate`] reading the losses from `table` instead of computing them: the same
+    /// visiting order from `rng` and the same bits. `experts` must be the first `experts.len()`
+    /// learners the table was computed for, in that order (it holds their losses, not them).
     pub fn aggregate_from_table<E: AsRef<[f64]>, R: Rng + ?Sized>(
         &self,
         experts: &[E],
