@@ -38,7 +38,7 @@ pub fn best_single_from_table(
     table: &super::loss_table::LossTable,
     m: usize,
 ) -> Result<usize, AggregateError> {
-    table.check(m, table.rows())?;
+    table.check(m)?;
     Ok(argmin(&table.totals(m)))
 }
 

@@ -54,15 +54,14 @@ impl LossTable {
         &self.losses[t * self.experts..t * self.experts + m]
     }
 
-    /// Checks that the table holds the first `m` ≥ 1 experts' losses on `rows` rows.
-    pub(super) fn check(&self, m: usize, rows: usize) -> Result<(), AggregateError> {
+    /// Checks that the table holds at least `m` ≥ 1 experts.
+    pub(super) fn check(&self, m: usize) -> Result<(), AggregateError> {
         if m == 0 {
             return Err(AggregateError::NoExperts);
         }
-        if m > self.experts || rows != self.rows() {
+        if m > self.experts {
             return Err(AggregateError::TableMismatch {
                 experts: m,
-                rows,
                 table_experts: self.experts,
                 table_rows: self.rows(),
             });

@@ -112,9 +112,8 @@ impl MirrorAveraging {
         rng: &mut R,
     ) -> Result<Aggregate, AggregateError> {
         let m = experts.len();
-        let n = table.rows();
-        table.check(m, n)?;
-        let mut order: Vec<usize> = (0..n).collect();
+        table.check(m)?;
+        let mut order: Vec<usize> = (0..table.rows()).collect();
         order.shuffle(rng);
         let (mixing_weights, risks) = self.sweep(m, &order, |block, buf| {
             for (out, &t) in buf.chunks_mut(m).zip(block) {

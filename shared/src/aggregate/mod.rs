@@ -87,13 +87,11 @@ pub enum AggregateError {
     BadOrder(usize),
     /// A loss table does not hold the losses an aggregation asks for.
     #[error(
-        "the loss table holds {table_experts} learners on {table_rows} rows; asked for {experts} learners on {rows} rows"
+        "the loss table holds {table_experts} learners on {table_rows} rows; asked for {experts} learners"
     )]
     TableMismatch {
         /// Learners asked for.
         experts: usize,
-        /// Rows asked for.
-        rows: usize,
         /// Learners in the table.
         table_experts: usize,
         /// Rows in the table.

@@ -140,14 +140,14 @@ fn check(args: &LambdaArgs) -> Result<MechanismKind> {
     if args.trials == 0 {
         bail!("--trials: must be at least 1");
     }
+    if args.epsilons.is_empty() {
+        bail!("--epsilons: give at least one ε");
+    }
     for &e in &args.epsilons {
         kind.build(e, args.delta, Lambda::Fixed(0.01))
             .with_context(|| {
                 format!("--mechanism {} at ε = {e}, δ = {}", kind.name(), args.delta)
             })?;
-    }
-    if args.epsilons.is_empty() {
-        bail!("--epsilons: give at least one ε");
     }
     Ok(kind)
 }

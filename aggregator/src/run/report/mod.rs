@@ -281,7 +281,8 @@ impl FinalView {
 /// The selection's evidence in words (see [`FinalView::evidence`]).
 fn evidence(fin: &FinalModel) -> String {
     let points = |x: f64| format!("{:.1}", 100.0 * x);
-    let agreement = if fin.agreement < fin.config.min_agreement {
+    let disagree = fin.agreement < fin.config.min_agreement;
+    let agreement = if disagree {
         format!(
             "the others' learners do not agree with each other (agreement {:.2}, below {:.2}), so ",
             fin.agreement, fin.config.min_agreement
@@ -317,13 +318,13 @@ fn evidence(fin: &FinalModel) -> String {
         _ => format!(
             "the others' learners did not beat your own model in cross-validation on {} own rows{}, so the final model is your own: joining changes nothing here",
             fin.rows,
-            if agreement.is_empty() {
-                String::new()
-            } else {
+            if disagree {
                 format!(
                     " and do not agree with each other (agreement {:.2})",
                     fin.agreement
                 )
+            } else {
+                String::new()
             }
         ),
     }
