@@ -25,6 +25,7 @@ fn config(dataset: &str, source: DataSource, orgs: usize, epsilons: Vec<f64>) ->
         trials: 20,
         seed: 1,
         options: Default::default(),
+        combiners: Default::default(),
     }
 }
 

@@ -161,6 +161,7 @@ fn bench_sweep(stdout: &mut Out, trials: usize, target: Option<f64>) -> Result<(
         trials,
         seed: 1,
         options: Default::default(),
+        combiners: Default::default(),
     };
     let (t, r) = seconds(|| run_simulation(&config, &|| {}));
     r?;

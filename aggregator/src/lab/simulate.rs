@@ -288,6 +288,7 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
         trials: args.trials,
         seed: args.seed,
         options: args.learner.options(),
+        combiners: Default::default(),
     };
     let out = args
         .out

@@ -11,13 +11,14 @@
 //!   ([`crate::aggregate::combiner`], each declaring its column) fitted on the others' private
 //!   learners, m's own rows and m's local learner: mirror averaging (*aggregate*), the same plus
 //!   m's own local learner (*with own*), their uniform average, and the best single one on m's
-//!   data. The results have no field per combiner ([`results`]).
+//!   data — or mirror averaging alone, for outputs that report nothing else ([`Combiners`]).
+//!   The results have no field per combiner ([`results`]).
 //!
 //! The *centralised* baseline fits one learner on all training data. Trials repeat with fresh
 //! partitions, visiting orders and noise. Every task draws from its own seed derived from
 //! (seed, trial, ε, organisation, purpose), so results are identical for any thread count.
 
-use crate::aggregate::combiner::Inputs;
+use crate::aggregate::combiner::{Inputs, Simulated};
 use crate::aggregate::loss_table::LossTable;
 use crate::aggregate::select::{Candidate, SelectError};
 use crate::aggregate::{AggregateError, MirrorAveraging};
@@ -36,7 +37,9 @@ mod results;
 mod trial;
 
 pub use crate::aggregate::combiner::PerCombiner;
-pub use results::{OrgRun, PAPER, SimulationSummary, SummaryRow, improved_per_trial, runs_csv};
+pub use results::{
+    OrgRun, PAPER, SimulationSummary, SummaryRow, improved_per_trial, runs_csv, simulated_in,
+};
 pub use trial::{Prepared, prepare};
 use trial::{Trial, others};
 
@@ -106,6 +109,28 @@ pub struct SimulationConfig {
     pub seed: u64,
     /// Mechanism options (see [`MechanismKind::options`]).
     pub options: Options,
+    /// Which simulated combiners every organisation fits.
+    pub combiners: Combiners,
+}
+
+/// Which simulated combiners every organisation fits: all of them (the runs' columns), or only
+/// the paper's mirror averaging for an output that reports nothing else — the others' fits and
+/// test accuracies would be computed and thrown away. Each combiner draws from its own seed, so
+/// the paper's column is bit-identical either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Combiners {
+    /// Every simulated combiner of the registry, in registry order.
+    #[default]
+    All,
+    /// Only mirror averaging of the others' private learners ([`PAPER`]).
+    PaperOnly,
+}
+
+impl Combiners {
+    /// The simulated combiners this selects, with their columns, in registry order.
+    pub fn simulated(self) -> impl Iterator<Item = (Candidate, Simulated)> {
+        Candidate::simulated().filter(move |(c, _)| self == Self::All || *c == PAPER)
+    }
 }
 
 /// The regulariser of the non-private learners.
@@ -284,15 +309,23 @@ fn run_epsilon(
         .map(|m| {
             let experts = others(&private, m);
             // The losses of the others' learners and the own model on the organisation's rows,
-            // once for every combiner that needs them (same bits as each computing its own).
-            let mut scored = experts.clone();
-            scored.push(trial.local[m].clone());
-            let table = LossTable::new(&scored, &trial.orgs[m])?;
+            // once for every combiner that needs them (same bits as each computing its own);
+            // mirror averaging alone computes only the others'.
+            let table = match config.combiners {
+                Combiners::All => {
+                    let mut scored = experts.clone();
+                    scored.push(trial.local[m].clone());
+                    Some(LossTable::new(&scored, &trial.orgs[m])?)
+                }
+                Combiners::PaperOnly => None,
+            };
             let inputs = Inputs {
-                losses: Some(&table),
+                losses: table.as_ref(),
                 ..Inputs::new(&experts, &trial.orgs[m], &trial.local[m], config.beta)
             };
-            let combiners = Candidate::simulated()
+            let combiners = config
+                .combiners
+                .simulated()
                 .map(|(c, s)| {
                     let path = [t, e as u64, m as u64, s.purpose];
                     let fitted =
@@ -381,6 +414,7 @@ pub(crate) mod tests {
             trials: 3,
             seed,
             options: Default::default(),
+            combiners: Combiners::All,
         }
     }
 
@@ -414,6 +448,27 @@ pub(crate) mod tests {
         let csv = String::from_utf8(runs_csv(&runs).expect("csv")).expect("utf8");
         assert_eq!(csv.lines().count(), 1 + runs.len());
         assert!(csv.starts_with("epsilon,delta,trial,org,local_accuracy"));
+    }
+
+    #[test]
+    fn mirror_averaging_alone_gives_the_full_simulations_column() {
+        let (full_summary, full) = run(&small(3), &|| {}).expect("all combiners");
+        let paper_only = SimulationConfig {
+            combiners: Combiners::PaperOnly,
+            ..small(3)
+        };
+        let (summary, runs) = run(&paper_only, &|| {}).expect("mirror averaging only");
+        assert_eq!(runs.len(), full.len());
+        for (r, f) in runs.iter().zip(&full) {
+            let held: Vec<Candidate> = r.combiners.iter().map(|(c, _)| *c).collect();
+            assert_eq!(held, [PAPER]);
+            assert_eq!(r.accuracy(PAPER).to_bits(), f.accuracy(PAPER).to_bits());
+            assert_eq!(r.private_learner_accuracy, f.private_learner_accuracy);
+        }
+        for (row, full_row) in summary.rows.iter().zip(&full_summary.rows) {
+            assert_eq!(row.accuracy(PAPER), full_row.accuracy(PAPER));
+            assert_eq!(row.combiners.iter().count(), 1);
+        }
     }
 
     #[test]

@@ -188,8 +188,8 @@ pub fn improved_per_trial(runs: &[&OrgRun]) -> Vec<f64> {
 /// The summary row of one ε's runs.
 pub(super) fn summary_row(epsilon: f64, delta: f64, rs: &[&OrgRun], lambda: f64) -> SummaryRow {
     let of = |f: &dyn Fn(&OrgRun) -> f64| Summary::of(&rs.iter().map(|r| f(r)).collect::<Vec<_>>());
-    let combiners = Candidate::simulated()
-        .map(|(c, _)| (c, of(&|r| r.accuracy(c))))
+    let combiners = simulated_in(rs)
+        .map(|c| (c, of(&|r| r.accuracy(c))))
         .collect();
     SummaryRow {
         epsilon,
@@ -201,6 +201,13 @@ pub(super) fn summary_row(epsilon: f64, delta: f64, rs: &[&OrgRun], lambda: f64)
         improved_orgs: Summary::of(&improved_per_trial(rs)),
         private_lambda: lambda.is_finite().then_some(lambda),
     }
+}
+
+/// The combiners the runs hold (every run of a simulation holds the same), in registry order.
+pub fn simulated_in<'a>(runs: &'a [&OrgRun]) -> impl Iterator<Item = Candidate> + 'a {
+    runs.first()
+        .into_iter()
+        .flat_map(|r| r.combiners.iter().map(|(c, _)| *c))
 }
 
 /// Writes `runs` as CSV (one line per (ε, trial, organisation)).

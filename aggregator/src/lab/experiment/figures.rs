@@ -6,7 +6,7 @@
 
 use super::plot::{Figure, Line, Mark, PALETTE, Panel, Series, Shape};
 use dpagg_shared::aggregate::select::Candidate;
-use dpagg_shared::simulation::{OrgRun, PAPER, PerCombiner, improved_per_trial};
+use dpagg_shared::simulation::{OrgRun, PAPER, PerCombiner, improved_per_trial, simulated_in};
 use dpagg_shared::util::stats::Summary;
 
 /// The paper's numbers (Minami et al. 2015, §5).
@@ -91,8 +91,8 @@ pub fn rows(runs: &[OrgRun]) -> Vec<Row> {
                 .filter_map(|&t| rs.iter().find(|r| r.trial == t))
                 .map(|r| r.centralised_accuracy)
                 .collect();
-            let combiners = Candidate::simulated()
-                .map(|(c, _)| {
+            let combiners = simulated_in(&rs)
+                .map(|c| {
                     let values: Vec<f64> = rs.iter().map(|r| r.accuracy(c)).collect();
                     (c, Summary::of(&values))
                 })

@@ -15,6 +15,7 @@ use super::figures::{self, MechanismPoint};
 use super::harness::TrialCache;
 use super::setups::{Data, Setup};
 use dpagg_shared::privacy::mechanism::MechanismKind;
+use dpagg_shared::simulation::{Combiners, SimulationConfig};
 use indicatif::ProgressBar;
 
 /// δ of every (ε, δ) mechanism in the mechanism figure.
@@ -111,6 +112,21 @@ impl MechanismSpec {
     }
 }
 
+/// The simulation of one configuration of the figure: it reports mirror averaging only, so the
+/// organisations fit no other combiner (same bits for mirror averaging as a full simulation's).
+fn fig6_config(
+    setup: &Setup,
+    data: Data,
+    kind: MechanismKind,
+    epsilons: Vec<f64>,
+    delta: f64,
+) -> SimulationConfig {
+    SimulationConfig {
+        combiners: Combiners::PaperOnly,
+        ..setup.config(data, kind, epsilons, delta)
+    }
+}
+
 /// Every configuration of [`MECHANISMS`] at every ε of [`MECHANISM_EPSILONS`] on `data`.
 pub(super) fn mechanism_points(
     setup: &Setup,
@@ -138,7 +154,7 @@ pub(super) fn mechanism_points(
         } else {
             cache
                 .simulate(
-                    &setup.config(data, m.kind, MECHANISM_EPSILONS.to_vec(), m.delta),
+                    &fig6_config(setup, data, m.kind, MECHANISM_EPSILONS.to_vec(), m.delta),
                     bar,
                 )
                 .ok()
@@ -152,7 +168,7 @@ pub(super) fn mechanism_points(
         for &e in &MECHANISM_EPSILONS {
             let (run_e, run_d) = m.run_at(e);
             let outcome = cache
-                .simulate(&setup.config(data, m.kind, vec![run_e], run_d), bar)
+                .simulate(&fig6_config(setup, data, m.kind, vec![run_e], run_d), bar)
                 .and_then(|runs| {
                     figures::rows(&runs)
                         .into_iter()

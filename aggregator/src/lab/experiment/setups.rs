@@ -162,6 +162,7 @@ impl Setup {
             trials: self.trials,
             seed: self.seed,
             options: Default::default(),
+            combiners: Default::default(),
         }
     }
 
