@@ -310,11 +310,7 @@ impl ChainSchedule {
         noise: &mut NoiseSource,
         stop: &Stop,
     ) -> Result<Vec<f64>, MechanismError> {
-        let potential = Potential {
-            data,
-            beta: 1.0 / self.n as f64,
-            prior_precision: self.lambda,
-        };
+        let potential = Potential::new(data, 1.0 / self.n as f64, self.lambda);
         let mut theta = vec![0.0; data.dim()];
         let gradient = |t: &[f64], g: &mut [f64]| potential.gradient(t, g);
         run_chain(
@@ -465,11 +461,7 @@ impl Langevin {
 fn gradient_seconds(n: usize, dim: usize) -> f64 {
     let rows = n.clamp(1, 4096);
     let data = public_rows(rows, dim);
-    let potential = Potential {
-        data: &data,
-        beta: 1.0,
-        prior_precision: 1.0,
-    };
+    let potential = Potential::new(&data, 1.0, 1.0);
     let theta = vec![0.01; dim];
     let mut g = vec![0.0; dim];
     let mut best = f64::INFINITY;

@@ -7,7 +7,7 @@
 use super::{GibbsError, MODE_TOLERANCE, TV_SLACK};
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::fastmath;
-use crate::learn::logistic::{Penalty, dot4};
+use crate::learn::logistic::Penalty;
 use crate::learn::simd::{Kernel, vectorised};
 use crate::learn::solver::{SolverOptions, minimise};
 use crate::privacy::mechanism::MechanismError;
@@ -21,10 +21,16 @@ pub(in crate::privacy::mechanism) struct Potential<'a> {
     pub(in crate::privacy::mechanism) data: &'a Dataset,
     pub(in crate::privacy::mechanism) beta: f64,
     pub(in crate::privacy::mechanism) prior_precision: f64,
+    /// The rows again, [`LANES`] at a time with each feature's values side by side (zero rows
+    /// pad the last group), so the margins of a group are computed as vectors ([`margins`]).
+    interleaved: Vec<f64>,
 }
 
 /// Rows per block of the gradient pass (the slopes of one block live on the stack).
 pub(super) const BLOCK_ROWS: usize = 256;
+/// Rows whose margins are computed side by side (a divisor of [`BLOCK_ROWS`]).
+const LANES: usize = 8;
+const _: () = assert!(BLOCK_ROWS.is_multiple_of(LANES));
 
 /// σ(−m) = −dℓ/dm for the logistic loss at margin m, stable for any m (one exp, no log).
 #[inline(always)]
@@ -33,6 +39,48 @@ fn loss_slope(m: f64) -> f64 {
     let inv = 1.0 / (1.0 + u);
     let nonneg = f64::from(u8::from(m >= 0.0));
     inv * (nonneg * u + (1.0 - nonneg))
+}
+
+/// `data`'s rows in groups of [`LANES`]: group g holds feature j of its row r at
+/// `g·p·LANES + j·LANES + r`.
+fn interleave(data: &Dataset) -> Vec<f64> {
+    let p = data.dim();
+    let groups = data.len().div_ceil(LANES);
+    let mut out = vec![0.0; groups * p * LANES];
+    for (i, row) in data.features().chunks_exact(p).enumerate() {
+        let (g, r) = (i / LANES, i % LANES);
+        for (j, v) in row.iter().enumerate() {
+            out[g * p * LANES + j * LANES + r] = *v;
+        }
+    }
+    out
+}
+
+/// ⟨xᵣ, θ⟩ for the [`LANES`] rows of one interleaved group, each lane doing exactly
+/// [`crate::learn::logistic::dot4`]'s operations in its order (four accumulators over the chunks of four, the
+/// remainder summed from the empty sum's value, then `(a₀ + a₁) + (a₂ + a₃) + tail`), so every
+/// margin has the bits of `dot4(xᵣ, θ)`.
+#[inline(always)]
+fn margins(group: &[f64], theta: &[f64]) -> [f64; LANES] {
+    let p = theta.len();
+    let full = p / 4 * 4;
+    let mut acc = [[0.0; LANES]; 4];
+    for (j, th) in theta[..full].iter().enumerate() {
+        let col = &group[j * LANES..(j + 1) * LANES];
+        let a = &mut acc[j % 4];
+        for r in 0..LANES {
+            a[r] += col[r] * th;
+        }
+    }
+    let empty: f64 = std::iter::empty::<f64>().sum();
+    let mut tail = [empty; LANES];
+    for (j, th) in theta.iter().enumerate().skip(full) {
+        let col = &group[j * LANES..(j + 1) * LANES];
+        for r in 0..LANES {
+            tail[r] += col[r] * th;
+        }
+    }
+    std::array::from_fn(|r| (acc[0][r] + acc[1][r]) + (acc[2][r] + acc[3][r]) + tail[r])
 }
 
 /// ∇U(θ) into `out` ([`Potential::gradient`]'s loop, as a [`Kernel`]).
@@ -57,14 +105,19 @@ impl Kernel for GradientPass<'_, '_> {
             *o = potential.prior_precision * t;
         }
         let mut coef = [0.0; BLOCK_ROWS];
-        let rows = potential.data.features().chunks(p * BLOCK_ROWS);
-        for (x, y) in rows.zip(potential.data.labels().chunks(BLOCK_ROWS)) {
+        let data = potential.data;
+        let rows = data.features().chunks(p * BLOCK_ROWS);
+        let groups = potential.interleaved.chunks(p * BLOCK_ROWS);
+        for ((x, y), xg) in rows.zip(data.labels().chunks(BLOCK_ROWS)).zip(groups) {
             let coef = &mut coef[..y.len()];
-            for ((c, xi), yi) in coef.iter_mut().zip(x.chunks_exact(p)).zip(y) {
-                *c = yi * dot4(xi, theta);
+            for (c, g) in coef.chunks_mut(LANES).zip(xg.chunks_exact(p * LANES)) {
+                let m = margins(g, theta);
+                for (c, m) in c.iter_mut().zip(m) {
+                    *c = m;
+                }
             }
             for (c, yi) in coef.iter_mut().zip(y) {
-                *c = -potential.beta * yi * loss_slope(*c);
+                *c = -potential.beta * yi * loss_slope(yi * *c);
             }
             for (xi, c) in x.chunks_exact(p).zip(coef.iter()) {
                 for (o, v) in out.iter_mut().zip(xi) {
@@ -75,7 +128,22 @@ impl Kernel for GradientPass<'_, '_> {
     }
 }
 
-impl Potential<'_> {
+impl<'a> Potential<'a> {
+    /// U on `data` with inverse temperature β and prior precision m_π (keeps an interleaved copy
+    /// of the rows for the gradient pass: n·d more numbers for as long as the chain runs).
+    pub(in crate::privacy::mechanism) fn new(
+        data: &'a Dataset,
+        beta: f64,
+        prior_precision: f64,
+    ) -> Self {
+        Self {
+            data,
+            beta,
+            prior_precision,
+            interleaved: interleave(data),
+        }
+    }
+
     /// Writes ∇U(θ) = m_π θ − β Σᵢ yᵢ σ(−yᵢ⟨θ, xᵢ⟩) xᵢ into `out`, in one pass and no allocation.
     ///
     /// Rows go in blocks of [`BLOCK_ROWS`] through three stages, as in [`crate::learn::logistic`]: margins,

@@ -461,11 +461,7 @@ impl Mechanism for GibbsPosterior {
     ) -> Result<Sample, MechanismError> {
         let (n, dim) = (data.len(), data.dim());
         let schedule = self.schedule(n, dim)?;
-        let potential = Potential {
-            data,
-            beta: schedule.beta,
-            prior_precision: schedule.strong_convexity,
-        };
+        let potential = Potential::new(data, schedule.beta, schedule.strong_convexity);
         let start = potential.mode()?;
         if self.is_proven() && !potential.start_is_accurate(&start, schedule.smoothness) {
             return Err(GibbsError::InaccurateStart.into());

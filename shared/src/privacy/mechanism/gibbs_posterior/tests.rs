@@ -192,11 +192,7 @@ fn gradient_of_u_matches_the_logistic_module() {
     .train;
     let (beta, lambda) = (0.3, 0.02);
     let n = data.len() as f64;
-    let pot = Potential {
-        data: &data,
-        beta,
-        prior_precision: n * lambda,
-    };
+    let pot = Potential::new(&data, beta, n * lambda);
     let theta = [0.7, -1.2, 3.0, -40.0];
     let mut g = [0.0; 4];
     pot.gradient(&theta, &mut g);
@@ -204,6 +200,47 @@ fn gradient_of_u_matches_the_logistic_module() {
     let e = evaluate(&data, &theta, Penalty::ridge(lambda / beta), false);
     for (a, b) in g.iter().zip(&e.gradient) {
         assert!((a - n * beta * b).abs() < 1e-9, "{a} vs {}", n * beta * b);
+    }
+}
+
+/// The gradient pass row by row, as it was before the margins went eight rows wide: the
+/// interleaved pass must give these bits.
+fn gradient_row_by_row(data: &Dataset, beta: f64, prior: f64, theta: &[f64]) -> Vec<f64> {
+    let mut out: Vec<f64> = theta.iter().map(|t| prior * t).collect();
+    for (x, y) in data.features().chunks(theta.len()).zip(data.labels()) {
+        let m = y * crate::learn::logistic::dot4(x, theta);
+        let u = crate::learn::fastmath::exp_nonpositive(-m.abs());
+        let inv = 1.0 / (1.0 + u);
+        let slope = if m >= 0.0 { inv * u } else { inv };
+        let c = -beta * y * slope;
+        for (o, v) in out.iter_mut().zip(x) {
+            *o += c * v;
+        }
+    }
+    out
+}
+
+#[test]
+fn the_interleaved_gradient_pass_has_the_row_by_row_bits() {
+    // Dimensions below, at and between multiples of four; rows that end a group and a block
+    // part-way.
+    for (dim, train) in [(1, 3), (3, 50), (4, 8), (5, 61), (11, 2 * BLOCK_ROWS + 37), (16, 300)] {
+        let data = generate(
+            &SyntheticSpec {
+                dim,
+                train,
+                ..SyntheticSpec::default()
+            },
+            &mut derived_rng(dim as u64, &[]),
+        )
+        .train;
+        let theta: Vec<f64> = (0..data.dim()).map(|j| 0.9 - 0.37 * j as f64).collect();
+        let pot = Potential::new(&data, 0.7, 0.05);
+        let mut g = vec![0.0; data.dim()];
+        pot.gradient(&theta, &mut g);
+        let want = gradient_row_by_row(&data, 0.7, 0.05, &theta);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&g), bits(&want), "dim {dim}, {train} rows");
     }
 }
 
@@ -295,11 +332,7 @@ fn one_d_chains(noise_sd_factor: f64, seed: u64) -> (Vec<f64>, impl Fn(f64) -> f
         1,
     );
     let (beta, m_pi) = (1.0, 1.0);
-    let pot = Potential {
-        data: &data,
-        beta,
-        prior_precision: m_pi,
-    };
+    let pot = Potential::new(&data, beta, m_pi);
     let big_m = 6.0 * beta * LOSS_SMOOTHNESS + m_pi;
     let h = 0.01 / big_m;
     let start = pot.mode().expect("mode");
