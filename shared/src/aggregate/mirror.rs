@@ -352,10 +352,12 @@ impl Kernel for Cumulate<'_> {
 
 /// Experts tested at once for being within the cutoff of the best.
 const LIVE_LANES: usize = 8;
+/// Rows whose normalisers are summed side by side in [`softmax_sums`].
+const SOFTMAX_ROWS: usize = 4;
 
 /// Σ_t λ^(t) over the rows of `cumulative` (each row: S_t for all experts; `mins[t]` its
 /// minimum).
-fn softmax_sums(cumulative: &[f64], mins: &[f64], m: usize, beta: f64) -> Vec<f64> {
+pub(super) fn softmax_sums(cumulative: &[f64], mins: &[f64], m: usize, beta: f64) -> Vec<f64> {
     vectorised(SoftmaxSums {
         cumulative,
         mins,
@@ -374,6 +376,13 @@ struct SoftmaxSums<'a> {
 impl Kernel for SoftmaxSums<'_> {
     type Output = Vec<f64>;
 
+    /// Row t's weights are e^{−(S_t,j − min_t)/β} for the experts within the cutoff of the best
+    /// and nothing for the others; its normaliser z_t sums them in expert order and λ^(t) adds
+    /// w/z_t to each expert's total, rows in order. Here the weights of the experts beyond the
+    /// cutoff are exact zeros instead (z + 0 = z and acc + 0·(1/z) = acc, bit for bit), whole
+    /// lanes of [`LIVE_LANES`] experts beyond it for every row of a group are skipped, and the
+    /// normalisers of [`SOFTMAX_ROWS`] rows are summed side by side — independent sums, each
+    /// in its row's order, so the bits are those of one row at a time.
     #[inline(always)]
     fn run(self) -> Vec<f64> {
         let SoftmaxSums {
@@ -383,42 +392,66 @@ impl Kernel for SoftmaxSums<'_> {
             beta,
         } = self;
         let mut acc = vec![0.0; m];
-        // Experts within the cutoff of the best (indices, then their weights, in index order). After
-        // the first rows most experts fall outside it, so only a few exponentials are computed per
-        // row. The weights are a separate array so that their exponentials vectorise; z is then
-        // summed over them in index order, as before.
-        let mut live: Vec<usize> = Vec::with_capacity(m);
-        let mut weights: Vec<f64> = Vec::with_capacity(m);
+        let lanes = m.div_ceil(LIVE_LANES);
+        let mut weights = vec![0.0; SOFTMAX_ROWS * m];
+        let mut live = vec![false; SOFTMAX_ROWS * lanes];
+        let mut union: Vec<usize> = Vec::with_capacity(lanes);
         let cutoff = NEGLIGIBLE_EXPONENT * beta;
         let inv_beta = 1.0 / beta;
-        for (s, &min) in cumulative.chunks(m).zip(mins) {
-            live.clear();
-            weights.clear();
-            // Whole lanes of experts beyond the cutoff are skipped by one vector compare (the
-            // same test as the filter's, so no expert it keeps is skipped).
-            for (c, chunk) in s.chunks(LIVE_LANES).enumerate() {
-                if chunk
-                    .iter()
-                    .fold(false, |any, &v| any | (v - min <= cutoff))
+        for (s, mins) in cumulative
+            .chunks(SOFTMAX_ROWS * m)
+            .zip(mins.chunks(SOFTMAX_ROWS))
+        {
+            for ((row, &min), (w, row_live)) in s
+                .chunks(m)
+                .zip(mins)
+                .zip(weights.chunks_mut(m).zip(live.chunks_mut(lanes)))
+            {
+                for ((chunk, w), live) in row
+                    .chunks(LIVE_LANES)
+                    .zip(w.chunks_mut(LIVE_LANES))
+                    .zip(row_live.iter_mut())
                 {
-                    for (i, &v) in chunk.iter().enumerate() {
-                        if v - min <= cutoff {
-                            live.push(c * LIVE_LANES + i);
-                            weights.push(v);
+                    *live = chunk
+                        .iter()
+                        .fold(false, |any, &v| any | (v - min <= cutoff));
+                    if *live {
+                        for (w, &v) in w.iter_mut().zip(chunk) {
+                            let e = fastmath::exp_nonpositive((min - v) * inv_beta);
+                            *w = if v - min <= cutoff { e } else { 0.0 };
                         }
                     }
                 }
             }
-            for v in weights.iter_mut() {
-                *v = fastmath::exp_nonpositive((min - *v) * inv_beta);
+            let rows = mins.len();
+            union.clear();
+            union.extend((0..lanes).filter(|&c| (0..rows).any(|r| live[r * lanes + c])));
+            // A lane some row of the group needs is zeros in the rows it is beyond the cutoff for.
+            for r in 0..rows {
+                for &c in &union {
+                    if !live[r * lanes + c] {
+                        let lane = c * LIVE_LANES..((c + 1) * LIVE_LANES).min(m);
+                        weights[r * m..][lane].fill(0.0);
+                    }
+                }
             }
-            let mut z = 0.0;
-            for &w in &weights {
-                z += w;
+            let mut z = [0.0; SOFTMAX_ROWS];
+            for &c in &union {
+                let lane = c * LIVE_LANES..((c + 1) * LIVE_LANES).min(m);
+                for j in lane {
+                    for (r, z) in z.iter_mut().enumerate().take(rows) {
+                        *z += weights[r * m + j];
+                    }
+                }
             }
-            let inv = 1.0 / z;
-            for (&i, &w) in live.iter().zip(&weights) {
-                acc[i] += w * inv;
+            for (w, z) in weights.chunks(m).zip(&z[..rows]) {
+                let inv = 1.0 / z;
+                for &c in &union {
+                    let lane = c * LIVE_LANES..((c + 1) * LIVE_LANES).min(m);
+                    for (a, w) in acc[lane.clone()].iter_mut().zip(&w[lane]) {
+                        *a += w * inv;
+                    }
+                }
             }
         }
         acc

@@ -5,6 +5,7 @@ use crate::data::dataset::dot;
 use crate::data::synthetic::{SyntheticSpec, generate};
 use crate::learn::logistic::logistic_loss;
 use crate::privacy::noise::derived_rng;
+use rand::RngExt;
 
 #[test]
 fn blocked_parallel_weights_match_the_reference() {
@@ -211,5 +212,59 @@ fn weights_from_losses_match_the_reference() {
     let want = reference_weights(&experts, &d.train, &order, 3.0);
     for (a, b) in got.iter().zip(&want) {
         assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+    }
+}
+
+/// Σ_t λ^(t) one row at a time over the experts within the cutoff, as the sweep computed it
+/// before its normalisers went four rows wide: [`mirror::softmax_sums`] must give these bits.
+fn softmax_sums_row_by_row(cumulative: &[f64], mins: &[f64], m: usize, beta: f64) -> Vec<f64> {
+    let mut acc = vec![0.0; m];
+    let cutoff = mirror::NEGLIGIBLE_EXPONENT * beta;
+    for (s, &min) in cumulative.chunks(m).zip(mins) {
+        let live: Vec<usize> = (0..m).filter(|&j| s[j] - min <= cutoff).collect();
+        let w: Vec<f64> = live
+            .iter()
+            .map(|&j| crate::learn::fastmath::exp_nonpositive((min - s[j]) * (1.0 / beta)))
+            .collect();
+        let mut z = 0.0;
+        for v in &w {
+            z += v;
+        }
+        let inv = 1.0 / z;
+        for (&j, v) in live.iter().zip(&w) {
+            acc[j] += v * inv;
+        }
+    }
+    acc
+}
+
+#[test]
+fn softmax_sums_have_the_row_by_row_bits() {
+    let mut rng = derived_rng(41, &[]);
+    // Experts fewer than, equal to and beyond a lane of eight; rows that end a group of four
+    // part-way; spreads that leave every expert live, some, or one.
+    for (m, rows, spread) in [
+        (1, 3, 1.0),
+        (7, 5, 300.0),
+        (8, 4, 20.0),
+        (9, 9, 500.0),
+        (99, 50, 2.0),
+        (1000, 37, 400.0),
+    ] {
+        let cumulative: Vec<f64> = (0..m * rows)
+            .map(|_| rng.random::<f64>() * spread)
+            .collect();
+        let mins: Vec<f64> = cumulative
+            .chunks(m)
+            .map(|row| row.iter().copied().fold(f64::INFINITY, f64::min))
+            .collect();
+        let got = mirror::softmax_sums(&cumulative, &mins, m, 3.0);
+        let want = softmax_sums_row_by_row(&cumulative, &mins, m, 3.0);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&got),
+            bits(&want),
+            "{m} experts, {rows} rows, spread {spread}"
+        );
     }
 }
