@@ -14,6 +14,7 @@
 
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::fastmath;
+use crate::learn::row_sums::add_weighted_rows;
 use crate::learn::simd::{Kernel, vectorised};
 use nalgebra::{DMatrix, DMatrixView};
 use rayon::prelude::*;
@@ -151,11 +152,7 @@ impl Kernel for GradientSums<'_> {
                 // d/dz softplus(−y z) = −y σ(−m).
                 *c = -yi * t.slope;
             }
-            for (xi, c) in xb.chunks_exact(p).zip(coef.iter()) {
-                for (g, v) in grad.iter_mut().zip(xi) {
-                    *g += c * v;
-                }
-            }
+            add_weighted_rows(xb, coef, &mut grad);
         }
         // Summed in row order after the loops, so the loops have no serial dependency.
         let mut loss = 0.0;

@@ -4,7 +4,8 @@
 //! - [`logistic`]: stable loss, gradient and Hessian of the (possibly perturbed) objective.
 //! - [`solver`]: damped Newton to a certified gradient tolerance; [`curvature`]: its exact or
 //!   sub-sampled Hessian.
-//! - [`simd`]: runtime dispatch of the pass loops to AVX2 + FMA, bit-identical, no `unsafe`.
+//! - [`simd`]: runtime dispatch of the pass loops to AVX2 + FMA, bit-identical, no `unsafe`;
+//!   [`row_sums`]: the passes' Σ cᵢxᵢ stage, bit-identical to one row at a time.
 //! - [`held_out`]: the total loss of many θ on one fixed fold (cross-validation's scores).
 //! - [`classifier`]: [`classifier::LinearClassifier`], the fitted model every layer passes around.
 //!
@@ -17,5 +18,6 @@ pub mod curvature;
 pub mod fastmath;
 pub mod held_out;
 pub mod logistic;
+pub(crate) mod row_sums;
 pub mod simd;
 pub mod solver;

@@ -8,6 +8,7 @@ use super::{GibbsError, MODE_TOLERANCE, TV_SLACK};
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::fastmath;
 use crate::learn::logistic::Penalty;
+use crate::learn::row_sums::add_weighted_rows;
 use crate::learn::simd::{Kernel, vectorised};
 use crate::learn::solver::{SolverOptions, minimise};
 use crate::privacy::mechanism::MechanismError;
@@ -81,43 +82,6 @@ fn margins(group: &[f64], theta: &[f64]) -> [f64; LANES] {
         }
     }
     std::array::from_fn(|r| (acc[0][r] + acc[1][r]) + (acc[2][r] + acc[3][r]) + tail[r])
-}
-
-/// `out` += Σᵢ cᵢxᵢ over the rows of `x` (row-major, `out.len()` columns): each coordinate's
-/// sum is the same additions in the same row order as adding one row at a time, but a run of
-/// up to eight coordinates stays in registers over all the rows instead of going through
-/// memory at every row.
-#[inline(always)]
-fn add_weighted_rows(x: &[f64], coef: &[f64], out: &mut [f64]) {
-    let p = out.len();
-    let full = p / 8 * 8;
-    for j in (0..full).step_by(8) {
-        add_columns::<8>(x, coef, p, j, out);
-    }
-    match p - full {
-        0 => {}
-        1 => add_columns::<1>(x, coef, p, full, out),
-        2 => add_columns::<2>(x, coef, p, full, out),
-        3 => add_columns::<3>(x, coef, p, full, out),
-        4 => add_columns::<4>(x, coef, p, full, out),
-        5 => add_columns::<5>(x, coef, p, full, out),
-        6 => add_columns::<6>(x, coef, p, full, out),
-        _ => add_columns::<7>(x, coef, p, full, out),
-    }
-}
-
-/// [`add_weighted_rows`] on the W columns from `j`.
-#[inline(always)]
-fn add_columns<const W: usize>(x: &[f64], coef: &[f64], p: usize, j: usize, out: &mut [f64]) {
-    let mut acc = [0.0; W];
-    acc.copy_from_slice(&out[j..j + W]);
-    for (xi, c) in x.chunks_exact(p).zip(coef) {
-        let v = &xi[j..j + W];
-        for k in 0..W {
-            acc[k] += c * v[k];
-        }
-    }
-    out[j..j + W].copy_from_slice(&acc);
 }
 
 /// ∇U(θ) into `out` ([`Potential::gradient`]'s loop, as a [`Kernel`]).
