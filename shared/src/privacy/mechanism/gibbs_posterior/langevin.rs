@@ -18,10 +18,11 @@ use rand::RngExt;
 use rand_distr::StandardNormal;
 
 /// U(θ) = β Σᵢ ℓ(θ, xᵢ) + (m_π/2)||θ||² on one dataset (eq. (15) with the Gaussian prior).
+/// Built by [`Potential::new`] only, so the interleaved copy is always of `data`.
 pub(in crate::privacy::mechanism) struct Potential<'a> {
-    pub(in crate::privacy::mechanism) data: &'a Dataset,
-    pub(in crate::privacy::mechanism) beta: f64,
-    pub(in crate::privacy::mechanism) prior_precision: f64,
+    data: &'a Dataset,
+    beta: f64,
+    prior_precision: f64,
     /// The rows again, [`LANES`] at a time with each feature's values side by side (zero rows
     /// pad the last group), so the margins of a group are computed as vectors ([`margins`]).
     interleaved: Vec<f64>,
@@ -57,10 +58,10 @@ fn interleave(data: &Dataset) -> Vec<f64> {
     out
 }
 
-/// ⟨xᵣ, θ⟩ for the [`LANES`] rows of one interleaved group, each lane doing exactly
-/// [`crate::learn::logistic::dot4`]'s operations in its order (four accumulators over the chunks of four, the
-/// remainder summed from the empty sum's value, then `(a₀ + a₁) + (a₂ + a₃) + tail`), so every
-/// margin has the bits of `dot4(xᵣ, θ)`.
+/// ⟨xᵣ, θ⟩ for the [`LANES`] rows of one interleaved group, each lane doing exactly the
+/// operations of [`crate::learn::logistic::dot4`] in its order (four accumulators over the
+/// chunks of four, the remainder summed from the empty sum's value, then
+/// `(a₀ + a₁) + (a₂ + a₃) + tail`), so every margin has the bits of `dot4(xᵣ, θ)`.
 #[inline(always)]
 fn margins(group: &[f64], theta: &[f64]) -> [f64; LANES] {
     let p = theta.len();
