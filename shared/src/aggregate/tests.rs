@@ -242,7 +242,9 @@ fn softmax_sums_row_by_row(cumulative: &[f64], mins: &[f64], m: usize, beta: f64
 fn softmax_sums_have_the_row_by_row_bits() {
     let mut rng = derived_rng(41, &[]);
     // Experts fewer than, equal to and beyond a lane of eight; rows that end a group of four
-    // part-way; spreads that leave every expert live, some, or one.
+    // part-way; spreads that leave every expert live, some, or one; and one (spread 5000: about
+    // 3 % of experts within the cutoff) where many lanes are beyond it for every row of a group
+    // and are skipped.
     for (m, rows, spread) in [
         (1, 3, 1.0),
         (7, 5, 300.0),
@@ -250,6 +252,7 @@ fn softmax_sums_have_the_row_by_row_bits() {
         (9, 9, 500.0),
         (99, 50, 2.0),
         (1000, 37, 400.0),
+        (1000, 9, 5000.0),
     ] {
         let cumulative: Vec<f64> = (0..m * rows)
             .map(|_| rng.random::<f64>() * spread)
