@@ -44,14 +44,11 @@ impl Combiner for MirrorAveraging {
         _tuned: Option<f64>,
         rng: &mut ChaCha20Rng,
     ) -> Result<Combined, SelectError> {
-        let mirror = Mirror::new(inputs.beta)?;
+        // β is checked even when there is nothing to combine.
+        Mirror::new(inputs.beta)?;
         match inputs.own_without_experts() {
             Some(own) => Ok(own),
-            None => Ok(match inputs.losses {
-                Some(table) => mirror.aggregate_from_table(inputs.experts, table, rng)?,
-                None => mirror.aggregate(inputs.experts, inputs.data, rng)?,
-            }
-            .into()),
+            None => Ok(inputs.mirror_aggregate(inputs.experts, rng)?.into()),
         }
     }
 }

@@ -73,11 +73,7 @@ impl Combiner for MirrorWithOwn {
         let mirror = MirrorAveraging::new(inputs.beta)?;
         let Some(lambda) = tuned else {
             // The paper's protocol: the own model scored on the rows it was fitted to.
-            return Ok(match inputs.losses {
-                Some(table) => mirror.aggregate_from_table(&with_own, table, rng)?,
-                None => mirror.aggregate(&with_own, inputs.data, rng)?,
-            }
-            .into());
+            return Ok(inputs.mirror_aggregate(&with_own, rng)?.into());
         };
         crate::aggregate::validate(&with_own, inputs.data)?;
         let own_margins = cross_fitted_margins(inputs.data, lambda, rng)?;

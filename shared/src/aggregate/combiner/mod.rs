@@ -19,9 +19,9 @@
 //! so it keeps every other organisation's guarantee (Minami et al. 2015, Proposition 4.1); none is
 //! DP with respect to the aggregator's own rows.
 
-use super::Aggregate;
 use super::loss_table::LossTable;
 use super::select::SelectError;
+use super::{Aggregate, AggregateError, MirrorAveraging};
 use crate::data::dataset::Dataset;
 use crate::learn::classifier::LinearClassifier;
 use rand::rngs::ChaCha20Rng;
@@ -118,6 +118,21 @@ impl<'a> Inputs<'a> {
             own,
             beta,
             losses: None,
+        }
+    }
+
+    /// Mirror averaging with temperature `beta` of `learners` on `data`: `experts`, or `experts`
+    /// followed by `own` — the first learners of the loss table when there is one, whose
+    /// losses it then reads (same bits as computing them).
+    pub fn mirror_aggregate(
+        &self,
+        learners: &[LinearClassifier],
+        rng: &mut ChaCha20Rng,
+    ) -> Result<Aggregate, AggregateError> {
+        let mirror = MirrorAveraging::new(self.beta)?;
+        match self.losses {
+            Some(table) => mirror.aggregate_from_table(learners, table, rng),
+            None => mirror.aggregate(learners, self.data, rng),
         }
     }
 
