@@ -3,27 +3,33 @@
 //! reloading the sums at every row (which made the passes wait on memory for small d).
 //! Inlined into the passes' [`crate::learn::simd::Kernel`]s, so it is compiled for their SIMD width.
 
+/// Coordinates summed together in one loop over the rows: each coordinate's additions are a
+/// serial chain (row order), so a loop over one 8-wide run waits on the adder's latency at every
+/// row; 32 coordinates keep four chains in flight (d = 10 took 67 → 52 ns per 50-row block,
+/// d = 20 674 → 386 ns per 256 rows on the AVX-512 VM).
+const RUN: usize = 32;
+
 /// `out` += Σᵢ cᵢxᵢ over the rows of `x` (row-major, `out.len()` columns): each coordinate's
 /// sum is the same additions in the same row order as adding one row at a time, but a run of
-/// up to eight coordinates stays in registers over all the rows instead of going through
+/// up to [`RUN`] coordinates stays in registers over all the rows instead of going through
 /// memory at every row.
 #[inline(always)]
 pub(crate) fn add_weighted_rows(x: &[f64], coef: &[f64], out: &mut [f64]) {
     let p = out.len();
-    let full = p / 8 * 8;
-    for j in (0..full).step_by(8) {
-        add_columns::<8>(x, coef, p, j, out);
+    let full = p / RUN * RUN;
+    for j in (0..full).step_by(RUN) {
+        add_columns::<RUN>(x, coef, p, j, out);
     }
-    match p - full {
-        0 => {}
-        1 => add_columns::<1>(x, coef, p, full, out),
-        2 => add_columns::<2>(x, coef, p, full, out),
-        3 => add_columns::<3>(x, coef, p, full, out),
-        4 => add_columns::<4>(x, coef, p, full, out),
-        5 => add_columns::<5>(x, coef, p, full, out),
-        6 => add_columns::<6>(x, coef, p, full, out),
-        _ => add_columns::<7>(x, coef, p, full, out),
+    // The last run's width as a constant, so its sums are registers too.
+    macro_rules! last_run {
+        ($($w:literal)*) => {
+            match p - full {
+                $($w => add_columns::<$w>(x, coef, p, full, out),)*
+                _ => {}
+            }
+        };
     }
+    last_run!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
 }
 
 /// [`add_weighted_rows`] on the W columns from `j`.
@@ -46,7 +52,7 @@ mod tests {
 
     #[test]
     fn every_width_has_the_bits_of_one_row_at_a_time() {
-        for p in 1..=19 {
+        for p in (1..=40).chain([63, 64, 65, 100]) {
             let rows = 37;
             let x: Vec<f64> = (0..rows * p)
                 .map(|i| ((i * 7919) % 101) as f64 / 37.0 - 1.3)

@@ -63,26 +63,31 @@ fn interleave(data: &Dataset) -> Vec<f64> {
 /// chunks of four, the remainder summed from the empty sum's value, then
 /// `(a₀ + a₁) + (a₂ + a₃) + tail`), so every margin has the bits of `dot4(xᵣ, θ)`.
 #[inline(always)]
-fn margins(group: &[f64], theta: &[f64]) -> [f64; LANES] {
-    let p = theta.len();
-    let full = p / 4 * 4;
+fn margins(group: &[f64], theta: &[f64], out: &mut [f64]) {
+    let full = theta.len() / 4 * 4;
+    let (quads, rest) = theta.split_at(full);
+    let (quad_cols, rest_cols) = group.split_at(full * LANES);
+    // Accumulator k takes features j ≡ k (mod 4) in increasing j, as in dot4; the four are
+    // updated with constant indices so they stay in registers (indexing by j % 4 kept them in
+    // memory, a store-to-load wait at every feature).
     let mut acc = [[0.0; LANES]; 4];
-    for (j, th) in theta[..full].iter().enumerate() {
-        let col = &group[j * LANES..(j + 1) * LANES];
-        let a = &mut acc[j % 4];
-        for r in 0..LANES {
-            a[r] += col[r] * th;
+    for (cols, th) in quad_cols.chunks_exact(4 * LANES).zip(quads.chunks_exact(4)) {
+        for (k, a) in acc.iter_mut().enumerate() {
+            for r in 0..LANES {
+                a[r] += cols[k * LANES + r] * th[k];
+            }
         }
     }
     let empty: f64 = std::iter::empty::<f64>().sum();
     let mut tail = [empty; LANES];
-    for (j, th) in theta.iter().enumerate().skip(full) {
-        let col = &group[j * LANES..(j + 1) * LANES];
+    for (col, th) in rest_cols.chunks_exact(LANES).zip(rest) {
         for r in 0..LANES {
             tail[r] += col[r] * th;
         }
     }
-    std::array::from_fn(|r| (acc[0][r] + acc[1][r]) + (acc[2][r] + acc[3][r]) + tail[r])
+    for (r, o) in out[..LANES].iter_mut().enumerate() {
+        *o = (acc[0][r] + acc[1][r]) + (acc[2][r] + acc[3][r]) + tail[r];
+    }
 }
 
 /// ∇U(θ) into `out` ([`Potential::gradient`]'s loop, as a [`Kernel`]).
@@ -111,13 +116,12 @@ impl Kernel for GradientPass<'_, '_> {
         let rows = data.features().chunks(p * BLOCK_ROWS);
         let groups = potential.interleaved.chunks(p * BLOCK_ROWS);
         for ((x, y), xg) in rows.zip(data.labels().chunks(BLOCK_ROWS)).zip(groups) {
-            let coef = &mut coef[..y.len()];
-            for (c, g) in coef.chunks_mut(LANES).zip(xg.chunks_exact(p * LANES)) {
-                let m = margins(g, theta);
-                for (c, m) in c.iter_mut().zip(m) {
-                    *c = m;
-                }
+            // Whole groups: the padding rows' margins land beyond y.len() and are not used.
+            let groups = &mut coef[..y.len().div_ceil(LANES) * LANES];
+            for (c, g) in groups.chunks_exact_mut(LANES).zip(xg.chunks_exact(p * LANES)) {
+                margins(g, theta, c);
             }
+            let coef = &mut coef[..y.len()];
             for (c, yi) in coef.iter_mut().zip(y) {
                 *c = -potential.beta * yi * loss_slope(yi * *c);
             }
