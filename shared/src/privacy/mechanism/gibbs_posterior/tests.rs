@@ -223,8 +223,7 @@ fn gradient_row_by_row(data: &Dataset, beta: f64, prior: f64, theta: &[f64]) -> 
 #[test]
 fn the_interleaved_gradient_pass_has_the_row_by_row_bits() {
     // Dimensions below, at and between multiples of four, and above one 32-coordinate run of
-    // Σ cᵢxᵢ; rows that end a group and a block
-    // part-way.
+    // Σ cᵢxᵢ; rows that end a group and a block part-way.
     let shapes = [(1, 3), (3, 50), (4, 8), (5, 61), (11, 2 * BLOCK_ROWS + 37), (16, 300), (37, 70)];
     for (dim, train) in shapes {
         let data = generate(
