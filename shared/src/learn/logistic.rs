@@ -14,6 +14,7 @@
 
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::fastmath;
+use crate::learn::gram;
 use crate::learn::row_sums::add_weighted_rows;
 use crate::learn::simd::{Kernel, vectorised};
 use nalgebra::{DMatrix, DMatrixView};
@@ -163,15 +164,16 @@ impl Kernel for GradientSums<'_> {
     }
 }
 
-/// diag(w)X for one chunk, wᵢ = ℓ''(mᵢ): the right factor of its Hessian Xᵀ diag(w) X.
-struct CurvatureScaled<'a>(Chunk<'a>);
+/// diag(w)X for one chunk, wᵢ = ℓ''(mᵢ): the right factor of its Hessian Xᵀ diag(w) X. Row i
+/// is written at `i·stride` (stride ≥ p; the padding after each row is zeros).
+struct CurvatureScaled<'a>(Chunk<'a>, usize);
 
 impl Kernel for CurvatureScaled<'_> {
     type Output = Vec<f64>;
 
     #[inline(always)]
     fn run(self) -> Vec<f64> {
-        let Chunk { x, y, theta } = self.0;
+        let (Chunk { x, y, theta }, stride) = (self.0, self.1);
         let p = theta.len();
         let mut w = vec![0.0; y.len()];
         margins_into(x, y, theta, &mut w);
@@ -179,19 +181,25 @@ impl Kernel for CurvatureScaled<'_> {
             *wi = fastmath::logistic_terms(*wi).curvature;
         }
         // Written once, not zeroed first (the zeroing was a whole extra pass).
-        let mut scaled = Vec::with_capacity(x.len());
+        let mut scaled = Vec::with_capacity(y.len() * stride);
         for (xi, wi) in x.chunks_exact(p).zip(&w) {
             scaled.extend(xi.iter().map(|v| v * wi));
+            scaled.extend(std::iter::repeat_n(0.0, stride - p));
         }
         scaled
     }
 }
 
 /// Σᵢ wᵢxᵢxᵢᵀ over one chunk as one matrix product Xᵀ diag(w) X (column-major p × p, both
-/// triangles).
+/// triangles): by [`gram::gram`] where nalgebra's `gemm` would call dgemm (the same bits),
+/// by nalgebra's own loop for the smallest products.
 fn chunk_hessian(chunk: Chunk<'_>) -> DMatrix<f64> {
     let (x, p, k) = (chunk.x, chunk.theta.len(), chunk.y.len());
-    let scaled = vectorised(CurvatureScaled(chunk));
+    if p > gram::USES_DGEMM_ABOVE && k > gram::USES_DGEMM_ABOVE {
+        let s = &vectorised(CurvatureScaled(chunk, gram::padded(p)));
+        return DMatrix::from_vec(p, p, vectorised(Gram { x, s, p }));
+    }
+    let scaled = vectorised(CurvatureScaled(chunk, p));
     // Xᵀ as a p × k column-major view of the row-major chunk, and diag(w)X as k × p.
     let xt = DMatrixView::from_slice(x, p, k);
     let wx = DMatrixView::from_slice_with_strides(&scaled, k, p, p, 1);
@@ -200,11 +208,27 @@ fn chunk_hessian(chunk: Chunk<'_>) -> DMatrix<f64> {
     h
 }
 
+/// Xᵀ S of one chunk ([`gram::gram`]) as a [`Kernel`].
+struct Gram<'a> {
+    x: &'a [f64],
+    s: &'a [f64],
+    p: usize,
+}
+
+impl Kernel for Gram<'_> {
+    type Output = Vec<f64>;
+
+    #[inline(always)]
+    fn run(self) -> Vec<f64> {
+        gram::gram(self.x, self.s, self.p)
+    }
+}
+
 /// [`chunk_hessian`] in single precision (f32 products, f32 sums over the chunk's rows), for a
 /// sampled Hessian, whose sampling error (~1e-2) dwarfs f32 rounding (~1e-6 over a chunk).
 fn chunk_hessian_f32(chunk: Chunk<'_>) -> DMatrix<f64> {
     let (x, p, k) = (chunk.x, chunk.theta.len(), chunk.y.len());
-    let scaled = vectorised(CurvatureScaled(chunk));
+    let scaled = vectorised(CurvatureScaled(chunk, p));
     let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
     let s32: Vec<f32> = scaled.iter().map(|&v| v as f32).collect();
     let xt = DMatrixView::from_slice(&x32, p, k);

@@ -16,6 +16,7 @@
 pub mod classifier;
 pub mod curvature;
 pub mod fastmath;
+pub(crate) mod gram;
 pub mod held_out;
 pub mod logistic;
 pub(crate) mod row_sums;
