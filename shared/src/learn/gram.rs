@@ -21,19 +21,26 @@ pub(crate) const USES_DGEMM_ABOVE: usize = 5;
 /// Columns of S per vector of accumulators.
 const W: usize = 8;
 
-/// The row stride of S that [`gram`] reads: p rounded up to whole vectors (the caller writes
-/// zeros after each row's p values).
-pub(crate) fn padded(p: usize) -> usize {
+/// Row stride of a block of S: p rounded up to whole vectors (zeros after each row's p values).
+fn padded(p: usize) -> usize {
     p.div_ceil(W) * W
 }
 
-/// The p × p product Xᵀ S, column-major (entry (i, j) at `j·p + i`), of the row-major k × p
-/// matrix `x` and the k × p matrix `s` stored with row stride [`padded`]`(p)`.
+/// The p × p product Xᵀ diag(w) X, column-major (entry (i, j) at `j·p + i`), of the row-major
+/// k × p matrix `x` and the k weights `w`. S = diag(w)X is formed one block at a time
+/// (sᵢⱼ = xᵢⱼ·wᵢ, as nalgebra's operand was) in a buffer padded to whole vectors and reused.
 #[inline(always)]
-pub(crate) fn gram(x: &[f64], s: &[f64], p: usize) -> Vec<f64> {
+pub(crate) fn gram(x: &[f64], w: &[f64], p: usize) -> Vec<f64> {
     let mut out = vec![0.0; p * p];
     let stride = padded(p);
-    for (b, (xb, sb)) in x.chunks(KC * p).zip(s.chunks(KC * stride)).enumerate() {
+    let mut s = vec![0.0; KC.min(w.len()) * stride];
+    for (b, (xb, wb)) in x.chunks(KC * p).zip(w.chunks(KC)).enumerate() {
+        for ((si, xi), wi) in s.chunks_exact_mut(stride).zip(xb.chunks_exact(p)).zip(wb) {
+            for (sv, v) in si.iter_mut().zip(xi) {
+                *sv = v * wi;
+            }
+        }
+        let sb = &s[..wb.len() * stride];
         let first = b == 0;
         // Result rows at a time, one chain each per vector of S: all of them up to p = 12,
         // else 8 (the result of p = 31 as 4 × 4 tiles, as dgemm's kernels cut it).
@@ -138,17 +145,11 @@ mod tests {
                 let x: Vec<f64> = (0..k * p)
                     .map(|i| ((i * 7919 + 13) % 1009) as f64 / 1009.0 - 0.47)
                     .collect();
-                let s: Vec<f64> = x
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| v * (((i / p) * 31 % 97) as f64 / 400.0 + 0.01))
+                let w: Vec<f64> = (0..k)
+                    .map(|i| (i * 31 % 97) as f64 / 400.0 + 0.01)
                     .collect();
-                let stride = padded(p);
-                let mut sp = vec![0.0; k * stride];
-                for (d, r) in sp.chunks_exact_mut(stride).zip(s.chunks_exact(p)) {
-                    d[..p].copy_from_slice(r);
-                }
-                let got = vectorised(G(&x, &sp, p));
+                let s: Vec<f64> = x.iter().enumerate().map(|(i, v)| v * w[i / p]).collect();
+                let got = vectorised(G(&x, &w, p));
                 let want = nalgebra_gram(&x, &s, p);
                 let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 if fma {

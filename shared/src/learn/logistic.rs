@@ -164,27 +164,30 @@ impl Kernel for GradientSums<'_> {
     }
 }
 
-/// diag(w)X for one chunk, wᵢ = ℓ''(mᵢ): the right factor of its Hessian Xᵀ diag(w) X. Row i
-/// is written at `i·stride` (stride ≥ p; the padding after each row is zeros).
-struct CurvatureScaled<'a>(Chunk<'a>, usize);
+/// wᵢ = ℓ''(mᵢ) for the rows of one chunk: the weights of its Hessian Xᵀ diag(w) X.
+#[inline(always)]
+fn curvatures(chunk: &Chunk<'_>) -> Vec<f64> {
+    let mut w = vec![0.0; chunk.y.len()];
+    margins_into(chunk.x, chunk.y, chunk.theta, &mut w);
+    for wi in w.iter_mut() {
+        *wi = fastmath::logistic_terms(*wi).curvature;
+    }
+    w
+}
+
+/// diag(w)X for one chunk, w from [`curvatures`]: the right factor of its Hessian.
+struct CurvatureScaled<'a>(Chunk<'a>);
 
 impl Kernel for CurvatureScaled<'_> {
     type Output = Vec<f64>;
 
     #[inline(always)]
     fn run(self) -> Vec<f64> {
-        let (Chunk { x, y, theta }, stride) = (self.0, self.1);
-        let p = theta.len();
-        let mut w = vec![0.0; y.len()];
-        margins_into(x, y, theta, &mut w);
-        for wi in w.iter_mut() {
-            *wi = fastmath::logistic_terms(*wi).curvature;
-        }
+        let w = curvatures(&self.0);
         // Written once, not zeroed first (the zeroing was a whole extra pass).
-        let mut scaled = Vec::with_capacity(y.len() * stride);
-        for (xi, wi) in x.chunks_exact(p).zip(&w) {
+        let mut scaled = Vec::with_capacity(self.0.x.len());
+        for (xi, wi) in self.0.x.chunks_exact(self.0.theta.len()).zip(&w) {
             scaled.extend(xi.iter().map(|v| v * wi));
-            scaled.extend(std::iter::repeat_n(0.0, stride - p));
         }
         scaled
     }
@@ -196,10 +199,9 @@ impl Kernel for CurvatureScaled<'_> {
 fn chunk_hessian(chunk: Chunk<'_>) -> DMatrix<f64> {
     let (x, p, k) = (chunk.x, chunk.theta.len(), chunk.y.len());
     if p > gram::USES_DGEMM_ABOVE && k > gram::USES_DGEMM_ABOVE {
-        let s = &vectorised(CurvatureScaled(chunk, gram::padded(p)));
-        return DMatrix::from_vec(p, p, vectorised(Gram { x, s, p }));
+        return DMatrix::from_vec(p, p, vectorised(Gram(chunk)));
     }
-    let scaled = vectorised(CurvatureScaled(chunk, p));
+    let scaled = vectorised(CurvatureScaled(chunk));
     // Xᵀ as a p × k column-major view of the row-major chunk, and diag(w)X as k × p.
     let xt = DMatrixView::from_slice(x, p, k);
     let wx = DMatrixView::from_slice_with_strides(&scaled, k, p, p, 1);
@@ -208,19 +210,15 @@ fn chunk_hessian(chunk: Chunk<'_>) -> DMatrix<f64> {
     h
 }
 
-/// Xᵀ S of one chunk ([`gram::gram`]) as a [`Kernel`].
-struct Gram<'a> {
-    x: &'a [f64],
-    s: &'a [f64],
-    p: usize,
-}
+/// Xᵀ diag(w) X of one chunk by [`gram::gram`], w from [`curvatures`], as a [`Kernel`].
+struct Gram<'a>(Chunk<'a>);
 
 impl Kernel for Gram<'_> {
     type Output = Vec<f64>;
 
     #[inline(always)]
     fn run(self) -> Vec<f64> {
-        gram::gram(self.x, self.s, self.p)
+        gram::gram(self.0.x, &curvatures(&self.0), self.0.theta.len())
     }
 }
 
@@ -228,7 +226,7 @@ impl Kernel for Gram<'_> {
 /// sampled Hessian, whose sampling error (~1e-2) dwarfs f32 rounding (~1e-6 over a chunk).
 fn chunk_hessian_f32(chunk: Chunk<'_>) -> DMatrix<f64> {
     let (x, p, k) = (chunk.x, chunk.theta.len(), chunk.y.len());
-    let scaled = vectorised(CurvatureScaled(chunk, p));
+    let scaled = vectorised(CurvatureScaled(chunk));
     let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
     let s32: Vec<f32> = scaled.iter().map(|&v| v as f32).collect();
     let xt = DMatrixView::from_slice(&x32, p, k);
