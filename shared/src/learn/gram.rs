@@ -15,7 +15,7 @@
 //! 31, 33, 40 and chunks that end a block part-way.
 
 /// Rows per block of the sums: matrixmultiply's `D_KC` for f64.
-pub(crate) const KC: usize = 256;
+const KC: usize = 256;
 /// nalgebra's `gemm` hands a product to dgemm only when both dimensions exceed this.
 pub(crate) const USES_DGEMM_ABOVE: usize = 5;
 /// Columns of S per vector of accumulators.
@@ -137,9 +137,17 @@ mod tests {
         h.as_slice().to_vec()
     }
 
+    /// Whether nalgebra's dgemm runs an FMA kernel here (the x86 CPUs this is pinned on).
+    fn dgemm_uses_fma() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return std::arch::is_x86_feature_detected!("fma");
+        #[cfg(not(target_arch = "x86_64"))]
+        return false;
+    }
+
     #[test]
     fn has_the_bits_of_nalgebras_dgemm() {
-        let fma = std::arch::is_x86_feature_detected!("fma");
+        let fma = dgemm_uses_fma();
         for p in (6..=20).chain([31, 33, 40]) {
             for k in [6, 7, 100, KC - 1, KC, KC + 1, 3 * KC + 17, 4096] {
                 let x: Vec<f64> = (0..k * p)
