@@ -18,7 +18,7 @@
 //! label, say) costs at most a few passes over plain Newton, never convergence.
 
 use crate::data::dataset::Dataset;
-use crate::learn::logistic::{CHUNK_ROWS, CurvatureRows, hessian};
+use crate::learn::logistic::{CHUNK_ROWS, CurvatureRows, Evaluation, hessian_at};
 use nalgebra::{DMatrix, DVector};
 
 /// Every this-many-th chunk is in the Hessian's sample.
@@ -67,18 +67,20 @@ impl Curvature {
         data: &Dataset,
         theta: &[f64],
         mu: f64,
-        gradient: &[f64],
+        at: &Evaluation,
     ) -> Option<(Vec<f64>, usize)> {
-        let (h, used) = hessian(data, theta, mu, self.rows);
-        if let Some(d) = newton_direction(&h, gradient) {
+        // `at` is F at θ on `data`, so its sums hold the rows' curvatures at θ.
+        let sums = Some(&at.sums);
+        let (h, used) = hessian_at(data, theta, mu, self.rows, sums);
+        if let Some(d) = newton_direction(&h, &at.gradient) {
             return Some((d, used));
         }
         if self.rows == CurvatureRows::All {
             return None;
         }
         self.rows = CurvatureRows::All;
-        let (h, exact) = hessian(data, theta, mu, self.rows);
-        newton_direction(&h, gradient).map(|d| (d, used + exact))
+        let (h, exact) = hessian_at(data, theta, mu, self.rows, sums);
+        newton_direction(&h, &at.gradient).map(|d| (d, used + exact))
     }
 
     /// After a step of length `step` that took ‖∇F‖ from `before` to `after`: a sampled Hessian

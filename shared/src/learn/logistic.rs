@@ -92,6 +92,8 @@ pub struct Evaluation {
 struct ChunkSums {
     loss: f64,
     grad: Vec<f64>,
+    /// ℓ''(mᵢ) of the chunk's rows, computed with the loss and slope (what [`curvatures`] gives).
+    curvature: Vec<f64>,
 }
 
 /// Margins mᵢ = yᵢ⟨θ, xᵢ⟩ of the rows of `x` (row-major, `theta.len()` columns) into `out`.
@@ -138,18 +140,21 @@ impl Kernel for GradientSums<'_> {
         let Chunk { x, y, theta } = self.0;
         let p = theta.len();
         let mut losses = vec![0.0; y.len()];
+        let mut curvature = vec![0.0; y.len()];
         let mut coef = [0.0; BLOCK_ROWS];
         let mut grad = vec![0.0; p];
-        for ((xb, yb), lb) in x
+        for (((xb, yb), lb), wb) in x
             .chunks(BLOCK_ROWS * p)
             .zip(y.chunks(BLOCK_ROWS))
             .zip(losses.chunks_mut(BLOCK_ROWS))
+            .zip(curvature.chunks_mut(BLOCK_ROWS))
         {
             let coef = &mut coef[..yb.len()];
             margins_into(xb, yb, theta, coef);
-            for ((c, l), yi) in coef.iter_mut().zip(lb.iter_mut()).zip(yb) {
+            for (((c, l), w), yi) in coef.iter_mut().zip(lb.iter_mut()).zip(wb).zip(yb) {
                 let t = fastmath::logistic_terms(*c);
                 *l = t.loss;
+                *w = t.curvature;
                 // d/dz softplus(−y z) = −y σ(−m).
                 *c = -yi * t.slope;
             }
@@ -160,7 +165,11 @@ impl Kernel for GradientSums<'_> {
         for l in &losses {
             loss += l;
         }
-        ChunkSums { loss, grad }
+        ChunkSums {
+            loss,
+            grad,
+            curvature,
+        }
     }
 }
 
@@ -175,18 +184,24 @@ fn curvatures(chunk: &Chunk<'_>) -> Vec<f64> {
     w
 }
 
-/// diag(w)X for one chunk, w from [`curvatures`]: the right factor of its Hessian.
-struct CurvatureScaled<'a>(Chunk<'a>);
+/// The chunk's weights: `known` (from the pass that evaluated F at the same θ) or [`curvatures`].
+#[inline(always)]
+fn weights<'w>(chunk: &Chunk<'_>, known: Option<&'w [f64]>) -> std::borrow::Cow<'w, [f64]> {
+    known.map_or_else(|| curvatures(chunk).into(), Into::into)
+}
+
+/// diag(w)X for one chunk, w from [`weights`]: the right factor of its Hessian.
+struct CurvatureScaled<'a>(Chunk<'a>, Option<&'a [f64]>);
 
 impl Kernel for CurvatureScaled<'_> {
     type Output = Vec<f64>;
 
     #[inline(always)]
     fn run(self) -> Vec<f64> {
-        let w = curvatures(&self.0);
+        let w = weights(&self.0, self.1);
         // Written once, not zeroed first (the zeroing was a whole extra pass).
         let mut scaled = Vec::with_capacity(self.0.x.len());
-        for (xi, wi) in self.0.x.chunks_exact(self.0.theta.len()).zip(&w) {
+        for (xi, wi) in self.0.x.chunks_exact(self.0.theta.len()).zip(w.iter()) {
             scaled.extend(xi.iter().map(|v| v * wi));
         }
         scaled
@@ -196,12 +211,12 @@ impl Kernel for CurvatureScaled<'_> {
 /// Σᵢ wᵢxᵢxᵢᵀ over one chunk as one matrix product Xᵀ diag(w) X (column-major p × p, both
 /// triangles): by [`gram::gram`] where nalgebra's `gemm` would call dgemm (the same bits),
 /// by nalgebra's own loop for the smallest products.
-fn chunk_hessian(chunk: Chunk<'_>) -> DMatrix<f64> {
+fn chunk_hessian(chunk: Chunk<'_>, known: Option<&[f64]>) -> DMatrix<f64> {
     let (x, p, k) = (chunk.x, chunk.theta.len(), chunk.y.len());
     if p > gram::USES_DGEMM_ABOVE && k > gram::USES_DGEMM_ABOVE {
-        return DMatrix::from_vec(p, p, vectorised(Gram(chunk)));
+        return DMatrix::from_vec(p, p, vectorised(Gram(chunk, known)));
     }
-    let scaled = vectorised(CurvatureScaled(chunk));
+    let scaled = vectorised(CurvatureScaled(chunk, known));
     // Xᵀ as a p × k column-major view of the row-major chunk, and diag(w)X as k × p.
     let xt = DMatrixView::from_slice(x, p, k);
     let wx = DMatrixView::from_slice_with_strides(&scaled, k, p, p, 1);
@@ -210,23 +225,23 @@ fn chunk_hessian(chunk: Chunk<'_>) -> DMatrix<f64> {
     h
 }
 
-/// Xᵀ diag(w) X of one chunk by [`gram::gram`], w from [`curvatures`], as a [`Kernel`].
-struct Gram<'a>(Chunk<'a>);
+/// Xᵀ diag(w) X of one chunk by [`gram::gram`], w from [`weights`], as a [`Kernel`].
+struct Gram<'a>(Chunk<'a>, Option<&'a [f64]>);
 
 impl Kernel for Gram<'_> {
     type Output = Vec<f64>;
 
     #[inline(always)]
     fn run(self) -> Vec<f64> {
-        gram::gram(self.0.x, &curvatures(&self.0), self.0.theta.len())
+        gram::gram(self.0.x, &weights(&self.0, self.1), self.0.theta.len())
     }
 }
 
 /// [`chunk_hessian`] in single precision (f32 products, f32 sums over the chunk's rows), for a
 /// sampled Hessian, whose sampling error (~1e-2) dwarfs f32 rounding (~1e-6 over a chunk).
-fn chunk_hessian_f32(chunk: Chunk<'_>) -> DMatrix<f64> {
+fn chunk_hessian_f32(chunk: Chunk<'_>, known: Option<&[f64]>) -> DMatrix<f64> {
     let (x, p, k) = (chunk.x, chunk.theta.len(), chunk.y.len());
-    let scaled = vectorised(CurvatureScaled(chunk));
+    let scaled = vectorised(CurvatureScaled(chunk, known));
     let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
     let s32: Vec<f32> = scaled.iter().map(|&v| v as f32).collect();
     let xt = DMatrixView::from_slice(&x32, p, k);
@@ -268,6 +283,19 @@ fn chunk_range(c: usize, n: usize) -> std::ops::Range<usize> {
 /// # Panics
 /// If `theta` does not have the data's dimension.
 pub fn hessian(data: &Dataset, theta: &[f64], mu: f64, rows: CurvatureRows) -> (Vec<f64>, usize) {
+    hessian_at(data, theta, mu, rows, None)
+}
+
+/// [`hessian`], taking the rows' curvatures from `sums` when given: the [`data_sums`] of `data`
+/// at this same `theta` computed them with the loss (the same bits, one pass of margins and
+/// exponentials fewer per Newton step).
+pub(crate) fn hessian_at(
+    data: &Dataset,
+    theta: &[f64],
+    mu: f64,
+    rows: CurvatureRows,
+    sums: Option<&DataSums>,
+) -> (Vec<f64>, usize) {
     let p = data.dim();
     assert_eq!(theta.len(), p, "θ has the wrong dimension");
     let n = data.len();
@@ -276,10 +304,13 @@ pub fn hessian(data: &Dataset, theta: &[f64], mu: f64, rows: CurvatureRows) -> (
         .par_iter()
         .map(|&c| {
             let chunk = Chunk::new(data, chunk_range(c, n), theta);
+            let known = sums
+                .filter(|s| s.rows == n)
+                .map(|s| s.curvature[c].as_slice());
             if rows == CurvatureRows::All {
-                chunk_hessian(chunk)
+                chunk_hessian(chunk, known)
             } else {
-                chunk_hessian_f32(chunk)
+                chunk_hessian_f32(chunk, known)
             }
         })
         .collect();
@@ -312,6 +343,8 @@ pub struct DataSums {
     pub gradient: Vec<f64>,
     /// n, the rows summed over.
     pub rows: usize,
+    /// ℓ''(mᵢ) of every row, per chunk of [`CHUNK_ROWS`], for [`hessian_at`] at the same θ.
+    pub(crate) curvature: std::sync::Arc<Vec<Vec<f64>>>,
 }
 
 /// Σᵢ ℓ and Σᵢ ∇ℓ at `theta`, one pass over `data` in parallel chunks.
@@ -336,6 +369,7 @@ pub fn data_sums(data: &Dataset, theta: &[f64]) -> DataSums {
         loss,
         gradient,
         rows: n,
+        curvature: std::sync::Arc::new(chunks.into_iter().map(|c| c.curvature).collect()),
     }
 }
 
@@ -509,5 +543,26 @@ mod tests {
             .sum::<f64>()
             / n as f64;
         assert!((e.value - serial).abs() < 1e-12);
+    }
+
+    #[test]
+    fn hessian_from_the_evaluations_curvatures_has_the_same_bits() {
+        let p = 7;
+        let n = 2 * CHUNK_ROWS + 300;
+        let x: Vec<f64> = (0..n * p)
+            .map(|i| ((i * 7919 + 5) % 1013) as f64 / 1013.0 - 0.5)
+            .collect();
+        let y: Vec<f64> = (0..n)
+            .map(|i| if (i * 37) % 5 < 2 { 1.0 } else { -1.0 })
+            .collect();
+        let data = Dataset::new(x, y, p);
+        let theta: Vec<f64> = (0..p).map(|j| 0.4 - 0.15 * j as f64).collect();
+        let sums = data_sums(&data, &theta);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for rows in [CurvatureRows::All, CurvatureRows::EveryNthChunk(2)] {
+            let (want, _) = hessian(&data, &theta, 0.01, rows);
+            let (got, _) = hessian_at(&data, &theta, 0.01, rows, Some(&sums));
+            assert_eq!(bits(&got), bits(&want), "{rows:?}");
+        }
     }
 }

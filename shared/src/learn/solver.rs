@@ -177,7 +177,7 @@ pub(crate) fn minimise_with(
             break;
         }
         let (direction, rows) = curvature
-            .direction(data, &theta, penalty.mu, &current.gradient)
+            .direction(data, &theta, penalty.mu, &current)
             .ok_or(SolverError::NotPositiveDefinite { iteration })?;
         hessian_rows += rows;
         let (step, next, tried) = line_search(data, penalty, &theta, &direction, &current).ok_or(
