@@ -18,7 +18,7 @@
 const KC: usize = 256;
 /// nalgebra's `gemm` hands a product to dgemm only when both dimensions exceed this.
 pub(crate) const USES_DGEMM_ABOVE: usize = 5;
-/// Columns of S per vector of accumulators.
+/// Columns of S per stored row: rows of S are padded to a multiple of this.
 const W: usize = 8;
 
 /// Row stride of a block of S: p rounded up to whole vectors (zeros after each row's p values).
@@ -29,8 +29,10 @@ fn padded(p: usize) -> usize {
 /// The p × p product Xᵀ diag(w) X, column-major (entry (i, j) at `j·p + i`), of the row-major
 /// k × p matrix `x` and the k weights `w`. S = diag(w)X is formed one block at a time
 /// (sᵢⱼ = xᵢⱼ·wᵢ, as nalgebra's operand was) in a buffer padded to whole vectors and reused.
+/// `f64_lanes` (f64 values per SIMD register of the compiled copy) only picks the tile shape
+/// ([`tile_block`]); every shape computes each entry by the same chain, so the bits are the same.
 #[inline(always)]
-pub(crate) fn gram(x: &[f64], w: &[f64], p: usize) -> Vec<f64> {
+pub(crate) fn gram(x: &[f64], w: &[f64], p: usize, f64_lanes: usize) -> Vec<f64> {
     let mut out = vec![0.0; p * p];
     let stride = padded(p);
     let mut s = vec![0.0; KC.min(w.len()) * stride];
@@ -41,23 +43,39 @@ pub(crate) fn gram(x: &[f64], w: &[f64], p: usize) -> Vec<f64> {
             }
         }
         let sb = &s[..wb.len() * stride];
-        let first = b == 0;
-        // Result rows at a time, one chain each per vector of S: all of them up to p = 12,
-        // else 8 (the result of p = 31 as 4 × 4 tiles, as dgemm's kernels cut it).
-        macro_rules! rows_at_once {
-            ($($n:literal)*) => {
-                match p {
-                    $($n => tiles::<$n>(xb, sb, p, &mut out, first),)*
-                    _ => tiles::<W>(xb, sb, p, &mut out, first),
-                }
-            };
-        }
-        rows_at_once!(6 7 9 10 11 12);
+        tile_block(xb, sb, p, &mut out, b == 0, f64_lanes);
     }
     out
 }
 
-/// One block's sums into `out`, NI result rows and one vector of result columns at a time.
+/// One block's sums into `out`, in tiles of NI result rows × 8 result columns whose
+/// accumulators stay in registers. With AVX-512 (32 registers of 8 lanes), all result rows up
+/// to p = 12 at once, else 8 (the result of p = 31 as 4 × 4 tiles, as dgemm's kernels cut it).
+/// With AVX2 (16 registers of 4 lanes) 5 or 6 rows (10 or 12 accumulator registers): the
+/// AVX-512 shapes spilled accumulators to the stack at every multiply-add there (p = 10: 113 →
+/// 88 µs per 4,096 rows, p = 31: 732 → 497 µs). LLVM does not vectorise every shape well: 4
+/// rows ran 4× slower than 5 or 6, and a 4-column tile was left scalar.
+#[inline(always)]
+fn tile_block(x: &[f64], s: &[f64], p: usize, out: &mut [f64], first: bool, f64_lanes: usize) {
+    if f64_lanes >= 8 {
+        match p {
+            6 => tiles::<6>(x, s, p, out, first),
+            7 => tiles::<7>(x, s, p, out, first),
+            9 => tiles::<9>(x, s, p, out, first),
+            10 => tiles::<10>(x, s, p, out, first),
+            11 => tiles::<11>(x, s, p, out, first),
+            12 => tiles::<12>(x, s, p, out, first),
+            _ => tiles::<8>(x, s, p, out, first),
+        }
+    } else {
+        match p {
+            7..=10 => tiles::<5>(x, s, p, out, first),
+            _ => tiles::<6>(x, s, p, out, first),
+        }
+    }
+}
+
+/// One block's sums into `out`, NI result rows and 8 result columns at a time.
 #[inline(always)]
 fn tiles<const NI: usize>(x: &[f64], s: &[f64], p: usize, out: &mut [f64], first: bool) {
     for i0 in (0..p).step_by(NI) {
@@ -118,12 +136,13 @@ mod tests {
     use crate::learn::simd::{Kernel, vectorised};
     use nalgebra::{DMatrix, DMatrixView};
 
-    struct G<'a>(&'a [f64], &'a [f64], usize);
+    /// Operands and the register width whose tile shapes to use.
+    struct G<'a>(&'a [f64], &'a [f64], usize, usize);
     impl Kernel for G<'_> {
         type Output = Vec<f64>;
         #[inline(always)]
         fn run(self) -> Vec<f64> {
-            gram(self.0, self.1, self.2)
+            gram(self.0, self.1, self.2, self.3)
         }
     }
 
@@ -157,17 +176,20 @@ mod tests {
                     .map(|i| (i * 31 % 97) as f64 / 400.0 + 0.01)
                     .collect();
                 let s: Vec<f64> = x.iter().enumerate().map(|(i, v)| v * w[i / p]).collect();
-                let got = vectorised(G(&x, &w, p));
                 let want = nalgebra_gram(&x, &s, p);
                 let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                if fma {
-                    assert_eq!(bits(&got), bits(&want), "p = {p}, k = {k}");
-                } else {
-                    for (g, w) in got.iter().zip(&want) {
-                        assert!(
-                            (g - w).abs() <= 1e-12 * w.abs().max(1.0),
-                            "p = {p}, k = {k}"
-                        );
+                // Both tile shapes, whatever this CPU's registers.
+                for lanes in [4, 8] {
+                    let got = vectorised(G(&x, &w, p, lanes));
+                    if fma {
+                        assert_eq!(bits(&got), bits(&want), "p = {p}, k = {k}, {lanes} lanes");
+                    } else {
+                        for (g, w) in got.iter().zip(&want) {
+                            assert!(
+                                (g - w).abs() <= 1e-12 * w.abs().max(1.0),
+                                "p = {p}, k = {k}"
+                            );
+                        }
                     }
                 }
             }

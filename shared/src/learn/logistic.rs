@@ -233,7 +233,13 @@ impl Kernel for Gram<'_> {
 
     #[inline(always)]
     fn run(self) -> Vec<f64> {
-        gram::gram(self.0.x, &weights(&self.0, self.1), self.0.theta.len())
+        self.run_with(1)
+    }
+
+    #[inline(always)]
+    fn run_with(self, f64_lanes: usize) -> Vec<f64> {
+        let p = self.0.theta.len();
+        gram::gram(self.0.x, &weights(&self.0, self.1), p, f64_lanes)
     }
 }
 

@@ -18,6 +18,18 @@ pub(crate) trait Kernel {
     type Output;
     /// The loop.
     fn run(self) -> Self::Output;
+
+    /// The loop, compiled where one SIMD register holds `f64_lanes` f64 values (a constant in
+    /// each compiled copy): a kernel whose best shape depends on the register file (how many
+    /// accumulators fit without spilling) overrides this; results must not depend on it.
+    #[inline(always)]
+    fn run_with(self, f64_lanes: usize) -> Self::Output
+    where
+        Self: Sized,
+    {
+        let _ = f64_lanes;
+        self.run()
+    }
 }
 
 struct Dispatch<K>(K);
@@ -27,7 +39,7 @@ impl<K: Kernel> pulp::WithSimd for Dispatch<K> {
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _simd: S) -> K::Output {
-        self.0.run()
+        self.0.run_with(S::F64_LANES)
     }
 }
 
