@@ -15,6 +15,7 @@
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::fastmath;
 use crate::learn::gram;
+use crate::learn::margins::margins_into;
 use crate::learn::row_sums::add_weighted_rows;
 use crate::learn::simd::{Kernel, vectorised};
 use nalgebra::{DMatrix, DMatrixView};
@@ -94,14 +95,6 @@ struct ChunkSums {
     grad: Vec<f64>,
     /// ℓ''(mᵢ) of the chunk's rows, computed with the loss and slope (what [`curvatures`] gives).
     curvature: Vec<f64>,
-}
-
-/// Margins mᵢ = yᵢ⟨θ, xᵢ⟩ of the rows of `x` (row-major, `theta.len()` columns) into `out`.
-#[inline(always)]
-fn margins_into(x: &[f64], y: &[f64], theta: &[f64], out: &mut [f64]) {
-    for ((m, xi), yi) in out.iter_mut().zip(x.chunks_exact(theta.len())).zip(y) {
-        *m = yi * dot4(xi, theta);
-    }
 }
 
 /// The rows of one chunk and the point they are evaluated at.

@@ -5,7 +5,8 @@
 //! - [`solver`]: damped Newton to a certified gradient tolerance; [`curvature`]: its exact or
 //!   sub-sampled Hessian.
 //! - [`simd`]: runtime dispatch of the pass loops to AVX2 + FMA, bit-identical, no `unsafe`;
-//!   [`row_sums`]: the passes' Σ cᵢxᵢ stage, bit-identical to one row at a time.
+//!   [`margins`]: the passes' yᵢ⟨θ, xᵢ⟩ stage, four rows at a time; [`row_sums`]: their Σ cᵢxᵢ
+//!   stage; both bit-identical to one row at a time.
 //! - [`held_out`]: the total loss of many θ on one fixed fold (cross-validation's scores).
 //! - [`classifier`]: [`classifier::LinearClassifier`], the fitted model every layer passes around.
 //!
@@ -19,6 +20,7 @@ pub mod fastmath;
 pub(crate) mod gram;
 pub mod held_out;
 pub mod logistic;
+pub(crate) mod margins;
 pub(crate) mod row_sums;
 pub mod simd;
 pub mod solver;
