@@ -51,10 +51,11 @@ pub(crate) fn gram(x: &[f64], w: &[f64], p: usize, f64_lanes: usize) -> Vec<f64>
 /// One block's sums into `out`, in tiles of NI result rows × 8 result columns whose
 /// accumulators stay in registers. With AVX-512 (32 registers of 8 lanes), all result rows up
 /// to p = 12 at once, else 8 (the result of p = 31 as 4 × 4 tiles, as dgemm's kernels cut it).
-/// With AVX2 (16 registers of 4 lanes) 5 or 6 rows (10 or 12 accumulator registers): the
-/// AVX-512 shapes spilled accumulators to the stack at every multiply-add there (p = 10: 113 →
-/// 88 µs per 4,096 rows, p = 31: 732 → 497 µs). LLVM does not vectorise every shape well: 4
-/// rows ran 4× slower than 5 or 6, and a 4-column tile was left scalar.
+/// With AVX2 (16 registers of 4 lanes) 6 rows where that covers the result in fewer passes
+/// (p = 6, 11, 12), else 5 (10 or 12 accumulator registers): the AVX-512 shapes spilled
+/// accumulators to the stack at every multiply-add there (per 4,096 rows, p = 10: 113 → 88 µs;
+/// p = 31: 732 → 497 µs; p = 100, 8 rows against 5: 9.1 → 5.6–7.3 ms). LLVM does not vectorise
+/// every shape well: 4 rows ran 4× slower than 5 or 6, and a 4-column tile was left scalar.
 #[inline(always)]
 fn tile_block(x: &[f64], s: &[f64], p: usize, out: &mut [f64], first: bool, f64_lanes: usize) {
     if f64_lanes >= 8 {
@@ -69,8 +70,8 @@ fn tile_block(x: &[f64], s: &[f64], p: usize, out: &mut [f64], first: bool, f64_
         }
     } else {
         match p {
-            7..=10 => tiles::<5>(x, s, p, out, first),
-            _ => tiles::<6>(x, s, p, out, first),
+            6 | 11 | 12 => tiles::<6>(x, s, p, out, first),
+            _ => tiles::<5>(x, s, p, out, first),
         }
     }
 }

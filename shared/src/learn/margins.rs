@@ -75,15 +75,14 @@ mod avx2 {
     fn pair_sums(simd: V3, xg: &[f64], theta: &[f64]) -> __m256d {
         let p = theta.len();
         let avx = simd.avx;
-        let mut acc = [avx._mm256_setzero_pd(); 4];
         let (tc, _) = theta.as_chunks::<4>();
-        for (c, t) in tc.iter().enumerate() {
-            let t: __m256d = cast(*t);
-            for (r, a) in acc.iter_mut().enumerate() {
-                let xr: [f64; 4] = xg[r * p + 4 * c..r * p + 4 * c + 4]
-                    .try_into()
-                    .expect("a group of four");
-                *a = avx._mm256_add_pd(*a, avx._mm256_mul_pd(cast(xr), t));
+        // Row by row, so the rows are read in memory order (four rows' chunks in turn had made
+        // a 2e5 × 100 pass out of cache 1.7× slower); the rows' chains are independent.
+        let mut acc = [avx._mm256_setzero_pd(); 4];
+        for (a, xr) in acc.iter_mut().zip(xg.chunks_exact(p)) {
+            let (xc, _) = xr.as_chunks::<4>();
+            for (x, t) in xc.iter().zip(tc) {
+                *a = avx._mm256_add_pd(*a, avx._mm256_mul_pd(cast(*x), cast(*t)));
             }
         }
         // Lanes (r, k) → per row: unpacklo/hi pair rows 0,1 and 2,3 by accumulator, so
