@@ -224,6 +224,7 @@ struct Gram<'a>(Chunk<'a>, Option<&'a [f64]>);
 impl Kernel for Gram<'_> {
     type Output = Vec<f64>;
 
+    /// Outside the dispatcher (nothing calls it so): the narrow registers' tile shapes.
     #[inline(always)]
     fn run(self) -> Vec<f64> {
         self.run_with(1)

@@ -43,11 +43,10 @@ mod avx2 {
     #[inline(always)]
     pub(super) fn margins(simd: V3, x: &[f64], y: &[f64], theta: &[f64], out: &mut [f64]) -> usize {
         let p = theta.len();
-        let rows = out.len().min(y.len()).min(x.len() / p.max(1));
         if p == 0 {
             return 0;
         }
-        let groups = rows / 4;
+        let groups = out.len().min(y.len()).min(x.len() / p) / 4;
         for ((o, yg), xg) in out
             .chunks_exact_mut(4)
             .zip(y.chunks_exact(4))
