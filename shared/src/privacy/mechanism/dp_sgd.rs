@@ -282,12 +282,19 @@ impl DpSgd {
 /// with, by skipping Geometric(q)-distributed numbers of rows (exact and O(qn)).
 pub(crate) fn poisson_batch(n: usize, gaps: &Geometric, rng: &mut NoiseSource) -> Vec<usize> {
     let mut batch = Vec::new();
+    poisson_batch_into(n, gaps, rng, &mut batch);
+    batch
+}
+
+/// [`poisson_batch`] into `batch` (cleared first), so that a run's steps share one buffer.
+fn poisson_batch_into(n: usize, gaps: &Geometric, rng: &mut NoiseSource, batch: &mut Vec<usize>) {
+    batch.clear();
     let mut next: u64 = 0;
     loop {
         next = next.saturating_add(rng.sample(gaps));
         match usize::try_from(next) {
             Ok(i) if i < n => batch.push(i),
-            _ => return batch,
+            _ => return,
         }
         next += 1;
     }
@@ -365,14 +372,28 @@ pub(crate) fn noisy_clipped_sum(
     rng: &mut NoiseSource,
 ) -> Vec<f64> {
     let mut sum = vec![0.0; data.dim()];
+    noisy_clipped_sum_into(data, batch, theta, (clip, noise_std), rng, &mut sum);
+    sum
+}
+
+/// [`noisy_clipped_sum`] into `sum` (zeroed first), so that a run's steps share one buffer;
+/// `scales` is (clip, noise_std).
+fn noisy_clipped_sum_into(
+    data: &Dataset,
+    batch: &[usize],
+    theta: &[f64],
+    (clip, noise_std): (f64, f64),
+    rng: &mut NoiseSource,
+    sum: &mut [f64],
+) {
+    sum.fill(0.0);
     for &i in batch {
-        add_clipped_gradient(theta, data.row(i), data.label(i), clip, &mut sum);
+        add_clipped_gradient(theta, data.row(i), data.label(i), clip, sum);
     }
-    for s in &mut sum {
+    for s in sum {
         let z: f64 = rng.sample(StandardNormal);
         *s += noise_std * z;
     }
-    sum
 }
 
 impl Mechanism for DpSgd {
@@ -417,10 +438,12 @@ impl Mechanism for DpSgd {
             .lambda
             .resolve(AutoRule::DpSgd, n, data.dim(), self.epsilon);
         let mut theta = vec![0.0; data.dim()];
+        let (mut batch, mut sum) = (Vec::new(), vec![0.0; data.dim()]);
+        let scales = (c.clip_norm, self.noise_std());
         for t in 1..=c.steps {
             stop.check()?;
-            let batch = poisson_batch(n, &gaps, noise);
-            let sum = noisy_clipped_sum(data, &batch, &theta, c.clip_norm, self.noise_std(), noise);
+            poisson_batch_into(n, &gaps, noise, &mut batch);
+            noisy_clipped_sum_into(data, &batch, &theta, scales, noise, &mut sum);
             let eta = c.step_size.at(t, c.steps);
             for (th, s) in theta.iter_mut().zip(&sum) {
                 *th -= eta * (s / divisor + lambda * *th);
