@@ -23,6 +23,7 @@
 //!   data) as one spec type, calibrated from public quantities before any record is read.
 
 pub mod accounting;
+mod chacha;
 pub mod data_release;
 pub mod discrete;
 pub mod guarantee;

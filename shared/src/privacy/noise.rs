@@ -3,10 +3,14 @@
 //! A [`NoiseSource`] is either [`NoiseSource::secure`] — ChaCha20 keyed from the operating
 //! system's entropy (`getrandom` via `rand::rngs::SysRng`), a cryptographically secure generator —
 //! or [`NoiseSource::seeded`] — ChaCha20 keyed from a 64-bit seed, for tests and simulations only.
+//! Both draw `rand`'s `ChaCha20Rng` keystream word for word, computed by [`super::chacha`]
+//! (faster blocks, the same words: a seeded run keeps its bits).
 //! Every release records [`NoiseSource::is_seeded`] in its metadata so that a seeded release can
 //! never pass as a real one. Simulations derive independent per-task seeds with [`derive_seed`],
 //! which makes them deterministic whatever the number of threads.
 
+use super::chacha::ChaCha20Blocks;
+use rand::rand_core::block::BlockRng;
 use rand::rngs::{ChaCha20Rng, SysRng};
 use rand::{SeedableRng, TryCryptoRng, TryRng};
 use std::convert::Infallible;
@@ -14,7 +18,8 @@ use std::convert::Infallible;
 /// A ChaCha20 generator that remembers whether it was seeded by the caller.
 #[derive(Debug)]
 pub struct NoiseSource {
-    rng: ChaCha20Rng,
+    /// Buffered as `ChaCha20Rng` buffers its own blocks, so every call hands out the same words.
+    rng: BlockRng<ChaCha20Blocks>,
     seed: Option<u64>,
 }
 
@@ -26,15 +31,22 @@ pub struct EntropyError(String);
 impl NoiseSource {
     /// A cryptographically secure source keyed from OS entropy. Use on every release path.
     pub fn secure() -> Result<Self, EntropyError> {
-        let rng =
-            ChaCha20Rng::try_from_rng(&mut SysRng).map_err(|e| EntropyError(e.to_string()))?;
-        Ok(Self { rng, seed: None })
+        let mut key = [0u8; 32];
+        SysRng
+            .try_fill_bytes(&mut key)
+            .map_err(|e| EntropyError(e.to_string()))?;
+        Ok(Self {
+            rng: BlockRng::new(ChaCha20Blocks::new(key)),
+            seed: None,
+        })
     }
 
     /// A reproducible source for tests and simulations. Releases drawn from it say so.
     pub fn seeded(seed: u64) -> Self {
+        // The key `ChaCha20Rng::seed_from_u64` expands the seed to, so the stream is its stream.
+        let key = ChaCha20Rng::seed_from_u64(seed).get_seed();
         Self {
-            rng: ChaCha20Rng::seed_from_u64(seed),
+            rng: BlockRng::new(ChaCha20Blocks::new(key)),
             seed: Some(seed),
         }
     }
@@ -52,14 +64,16 @@ impl NoiseSource {
 
 impl TryRng for NoiseSource {
     type Error = Infallible;
+    // As `ChaCha20Rng` hands out its buffered words.
     fn try_next_u32(&mut self) -> Result<u32, Infallible> {
-        self.rng.try_next_u32()
+        Ok(self.rng.next_word())
     }
     fn try_next_u64(&mut self) -> Result<u64, Infallible> {
-        self.rng.try_next_u64()
+        Ok(self.rng.next_u64_from_u32())
     }
     fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {
-        self.rng.try_fill_bytes(dst)
+        self.rng.fill_bytes(dst);
+        Ok(())
     }
 }
 
@@ -132,6 +146,31 @@ mod tests {
         let mut b = NoiseSource::seeded(7);
         assert!(a.is_seeded());
         assert_eq!(a.random::<u64>(), b.random::<u64>());
+    }
+
+    #[test]
+    fn seeded_draws_chacha20rngs_stream() {
+        use rand::Rng;
+        use rand_distr::StandardNormal;
+        for seed in [0, 1, 2024] {
+            let mut ours = NoiseSource::seeded(seed);
+            let mut reference = ChaCha20Rng::seed_from_u64(seed);
+            for i in 0..2000 {
+                let (a, b): (f64, f64) = if i % 2 == 0 {
+                    (
+                        ours.sample(StandardNormal),
+                        reference.sample(StandardNormal),
+                    )
+                } else {
+                    (ours.random(), reference.random())
+                };
+                assert_eq!(a.to_bits(), b.to_bits(), "seed {seed}, draw {i}");
+            }
+            let (mut x, mut y) = ([0u8; 13], [0u8; 13]);
+            ours.fill_bytes(&mut x);
+            reference.fill_bytes(&mut y);
+            assert_eq!(x, y);
+        }
     }
 
     #[test]
