@@ -3,8 +3,9 @@
 //! A register holds one row (four words) of [`Lanes::PER`] blocks, one block per 128-bit lane,
 //! so a quarter-round on four registers is the column round of all of them; rotating the words
 //! of rows b, c and d within each lane turns diagonals into columns (and back). Rows of `S`
-//! registers run side by side (`S` independent chains of rounds: 4 with AVX-512, 2 with AVX2,
-//! as many as the register file holds). Each lane does the portable rounds' operations on the
+//! registers run side by side (`S` independent chains of rounds: 8 with AVX-512 and with AVX2;
+//! more chains than the register file holds still ran faster, their spills hidden by the
+//! parallel rounds). Each lane does the portable rounds' operations on the
 //! same words, so the output is the same.
 
 use super::{BLOCK_WORDS, BLOCKS, ChaCha20Blocks, WORDS};
@@ -103,7 +104,7 @@ fn groups<L: Lanes, const S: usize>(lanes: L, core: &ChaCha20Blocks, out: &mut [
 fn load_row<L: Lanes>(lanes: L, core: &ChaCha20Blocks, first: usize, r: usize) -> L::V {
     let mut words = [0u32; 16];
     for (j, lane) in words.chunks_exact_mut(4).take(L::PER).enumerate() {
-        lane.copy_from_slice(&core.input(first + j)[4 * r..4 * r + 4]);
+        lane.copy_from_slice(&core.row(first + j, r));
     }
     lanes.load(&words[..4 * L::PER])
 }
@@ -219,7 +220,7 @@ impl Lanes for Avx512 {
     }
     #[inline(always)]
     fn all(self, core: &ChaCha20Blocks, out: &mut [u32; WORDS]) {
-        groups::<Self, 4>(self, core, out);
+        groups::<Self, 8>(self, core, out);
     }
 }
 
@@ -298,6 +299,6 @@ impl Lanes for Avx2 {
     }
     #[inline(always)]
     fn all(self, core: &ChaCha20Blocks, out: &mut [u32; WORDS]) {
-        groups::<Self, 2>(self, core, out);
+        groups::<Self, 8>(self, core, out);
     }
 }
