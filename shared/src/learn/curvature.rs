@@ -18,8 +18,9 @@
 //! label, say) costs at most a few passes over plain Newton, never convergence.
 
 use crate::data::dataset::Dataset;
+use crate::learn::cholesky::cholesky;
 use crate::learn::logistic::{CHUNK_ROWS, CurvatureRows, Evaluation, hessian_at};
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DVector;
 
 /// Every this-many-th chunk is in the Hessian's sample.
 pub const SAMPLE_STRIDE: usize = 8;
@@ -95,7 +96,7 @@ impl Curvature {
 /// Solves H d = −g by Cholesky; `None` when H (row-major) is not positive definite.
 fn newton_direction(h: &[f64], gradient: &[f64]) -> Option<Vec<f64>> {
     let p = gradient.len();
-    let chol = DMatrix::from_row_slice(p, p, h).cholesky()?;
+    let chol = cholesky(p, h)?;
     let g = DVector::from_iterator(p, gradient.iter().map(|g| -g));
     let d = chol.solve(&g);
     d.iter()

@@ -3,7 +3,7 @@
 //! - [`fastmath`]: branch-free `exp`/`log1p` on the ranges the logistic loss needs.
 //! - [`logistic`]: stable loss, gradient and Hessian of the (possibly perturbed) objective.
 //! - [`solver`]: damped Newton to a certified gradient tolerance; [`curvature`]: its exact or
-//!   sub-sampled Hessian.
+//!   sub-sampled Hessian; [`cholesky`]: the factor of each Newton step, with nalgebra's bits.
 //! - [`simd`]: runtime dispatch of the pass loops to AVX2 + FMA, bit-identical, no `unsafe`;
 //!   [`margins`]: the passes' yᵢ⟨θ, xᵢ⟩ stage, four rows at a time; [`row_sums`]: their Σ cᵢxᵢ
 //!   stage; both bit-identical to one row at a time.
@@ -14,6 +14,7 @@
 //! algorithm prescribes; a new loss would live here beside [`logistic`], with its bounds (ζ, c)
 //! declared once in [`crate::privacy::guarantee`].
 
+pub(crate) mod cholesky;
 pub mod classifier;
 pub mod curvature;
 pub mod fastmath;
