@@ -2,12 +2,12 @@
 //! `DMatrix::from_row_slice(p, p, h).cholesky()`.
 //!
 //! nalgebra's factorisation updates column j by an `axpy` of every earlier column k in turn,
-//! through a generic strided loop: at the dimensions of the breast-cancer data and above it was
-//! a third of `experiment utility`. [`Cholesky`] does the same operations on every element in
-//! the same order, but keeps a block of rows of column j in registers through all k, compiled
-//! for the widest SIMD; below [`BLOCKED_FROM`] columns nalgebra's own loop is faster and is
-//! used. Either way the factor (and the solve, which reads only its lower triangle) has the same
-//! bits (`the_blocked_factor_has_the_bits_of_nalgebras_cholesky`).
+//! through a generic strided loop, and was a third of `experiment utility`. [`Cholesky`] does
+//! the same operations on every element in the same order, but keeps a block of rows of column
+//! j in registers through all k, compiled for the widest SIMD; below [`BLOCKED_FROM`] columns
+//! nalgebra's own loop is faster and is used. Either way the factor (and the solve, which reads
+//! only its lower triangle) has the same bits
+//! (`the_blocked_factor_has_the_bits_of_nalgebras_cholesky`).
 
 use crate::learn::simd::{Kernel, vectorised};
 use nalgebra::{DMatrix, Dyn};
@@ -42,8 +42,8 @@ fn blocked_cholesky(p: usize, h: &[f64]) -> Option<nalgebra::Cholesky<f64, Dyn>>
 /// `axpy`), then its diagonal its square root and the rows below it a division by that root.
 /// Only the lower triangle is read or written. Each element's operations are nalgebra's, in
 /// its order; the rows go [`ROWS`] (or 8, 4, 2, 1) at a time with their running values in
-/// registers through all k (nalgebra's strided `axpy` per k was a third of `experiment
-/// utility`), compiled for the widest SIMD. False, as nalgebra's `None`, when a pivot is zero or not a number ≥ 0.
+/// registers through all k, compiled for the widest SIMD. False, as nalgebra's `None`, when a
+/// pivot is zero or not a number ≥ 0.
 struct Cholesky<'a> {
     p: usize,
     a: &'a mut [f64],
