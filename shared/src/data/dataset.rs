@@ -168,13 +168,9 @@ mod tests {
 
     #[test]
     fn grouped_margins_have_the_bits_of_dot() {
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        };
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand::rngs::ChaCha20Rng::seed_from_u64(5);
+        let mut next = move || rng.random_range(-1.0..1.0);
         for d in 1..12 {
             let theta: Vec<f64> = (0..d).map(|j| if j == 0 { -0.0 } else { next() }).collect();
             let rows: Vec<f64> = (0..4 * d).map(|_| next() * 1e3).collect();
