@@ -134,13 +134,9 @@ mod tests {
 
     #[test]
     fn the_blocked_factor_has_the_bits_of_nalgebras_cholesky() {
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand::rngs::ChaCha20Rng::seed_from_u64(7);
+        let mut next = move || rng.random_range(-0.5..0.5);
         for p in 0..40 {
             // XᵀX/n + shift: positive definite, ill-conditioned for small shifts, and (shift < 0)
             // not positive definite.
