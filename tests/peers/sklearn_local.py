@@ -3,9 +3,9 @@
 
     python tests/peers/sklearn_local.py RESULTS_DIR [--trials N]
 
-For three datasets -- diabetes and breast-cancer (data/*.csv with the bounds-only schemas in
-tests/peers/schemas/) and digits (written to RESULTS_DIR/digits.csv from scikit-learn's bundled
-load_digits(): pixels p00..p63, label "large" for digits >= 5, else "small") -- the script runs
+For three datasets -- diabetes, breast-cancer and digits (data/*.csv with the bounds-only schemas
+data/*.bounds.toml; data/digits.csv is scikit-learn's bundled load_digits(): pixels p00..p63, label
+"large" for digits >= 5, else "small") -- the script runs
 
     dpagg-aggregator experiment utility --dataset CSV --schema SCHEMA --trials N --epsilons 1
         --orgs 10 --seed 1 --out RESULTS_DIR/<name>/default
@@ -37,7 +37,6 @@ from pathlib import Path
 
 import numpy as np
 import sklearn
-from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegressionCV
 from sklearn.pipeline import make_pipeline
@@ -46,27 +45,15 @@ from sklearn.preprocessing import StandardScaler
 warnings.filterwarnings("ignore", category=ConvergenceWarning)
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMAS = REPO / "tests" / "peers" / "schemas"
+SCHEMAS = REPO / "data"
 NODES = [f"node{k}" for k in range(1, 10)]
-
-
-def write_digits(results):
-    """RESULTS_DIR/digits.csv from the copy of the digits data bundled with scikit-learn."""
-    digits = load_digits()
-    path = results / "digits.csv"
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow([f"p{i:02d}" for i in range(64)] + ["digit_class"])
-        for pixels, digit in zip(digits.data, digits.target):
-            w.writerow([int(v) for v in pixels] + ["large" if digit >= 5 else "small"])
-    return path
 
 
 def datasets(results):
     """(name, CSV, bounds-only schema) of the three datasets."""
     return [("diabetes", REPO / "data" / "diabetes.csv", SCHEMAS / "diabetes.bounds.toml"),
             ("breast-cancer", REPO / "data" / "breast_cancer.csv", SCHEMAS / "breast_cancer.bounds.toml"),
-            ("digits", write_digits(results), SCHEMAS / "digits.bounds.toml")]
+            ("digits", REPO / "data" / "digits.csv", SCHEMAS / "digits.bounds.toml")]
 
 
 def run_dpagg(binary, csv_path, schema, out, trials):

@@ -137,6 +137,10 @@ pub struct SelectionConfig {
     pub beta: f64,
     /// Seed of the folds and visiting orders (the aggregator's own randomness).
     pub seed: u64,
+    /// When the own rows hold two maps side by side (the own model's, then the learners'
+    /// agreed map, [`crate::data::agreed_map`]): the number of leading columns the local model
+    /// and the stacker's own features read. `None`: every column (one map for all).
+    pub own_columns: Option<usize>,
 }
 
 impl Default for SelectionConfig {
@@ -150,6 +154,7 @@ impl Default for SelectionConfig {
             z_disagree: 3.0,
             beta: 3.0,
             seed: 1,
+            own_columns: None,
         }
     }
 }
@@ -352,6 +357,34 @@ pub(crate) fn fit_on_path(data: &Dataset, lambda: f64) -> Result<Fit, SolverErro
     })
 }
 
+/// The columns of `data` the local model reads ([`SelectionConfig::own_columns`]).
+fn own_rows<'a>(data: &'a Dataset, config: &SelectionConfig) -> std::borrow::Cow<'a, Dataset> {
+    match config.own_columns {
+        Some(k) if k < data.dim() => std::borrow::Cow::Owned(data.leading_columns(k)),
+        _ => std::borrow::Cow::Borrowed(data),
+    }
+}
+
+/// The number of leading columns the local model reads.
+fn own_dim(data: &Dataset, config: &SelectionConfig) -> usize {
+    config.own_columns.map_or(data.dim(), |k| k.min(data.dim()))
+}
+
+/// The local model at `lambda` on the own columns of `data`, with zero weights on the others.
+fn fit_local(
+    data: &Dataset,
+    lambda: f64,
+    config: &SelectionConfig,
+) -> Result<LinearClassifier, SolverError> {
+    let own = fit_on_path(&own_rows(data, config), lambda)?.classifier();
+    if own.dim() == data.dim() {
+        return Ok(own);
+    }
+    let mut theta = own.into_coefficients();
+    theta.resize(data.dim(), 0.0);
+    Ok(LinearClassifier::new(theta))
+}
+
 /// Every candidate fitted on `data` at its tuned value (in [`Candidate::all`] order, sharing
 /// one visiting-order stream derived from `purpose`), with their mixing weights.
 fn fit_all(
@@ -362,8 +395,11 @@ fn fit_all(
     purpose: &[u64],
 ) -> Result<Vec<(Candidate, Combined)>, SelectError> {
     let local_lambda = tuned[0].1.expect("the local model's λ is tuned");
-    let own = fit_on_path(data, local_lambda)?.classifier();
-    let inputs = Inputs::new(experts, data, &own, config.beta);
+    let own = fit_local(data, local_lambda, config)?;
+    let inputs = Inputs {
+        own_dim: own_dim(data, config),
+        ..Inputs::new(experts, data, &own, config.beta)
+    };
     let mut rng = derived_rng(config.seed, purpose);
     tuned
         .iter()
@@ -378,7 +414,10 @@ fn fit_comparators(
     own: &LinearClassifier,
     config: &SelectionConfig,
 ) -> Result<Vec<(Candidate, LinearClassifier)>, SelectError> {
-    let inputs = Inputs::new(experts, data, own, config.beta);
+    let inputs = Inputs {
+        own_dim: own_dim(data, config),
+        ..Inputs::new(experts, data, own, config.beta)
+    };
     let mut rng = derived_rng(config.seed, &[14]);
     Candidate::comparators()
         .map(|c| Ok((c, c.combiner().fit(&inputs, None, &mut rng)?.classifier)))
@@ -417,6 +456,7 @@ fn cross_validate(
     train: &Dataset,
     tuned: &[(Candidate, Option<f64>)],
     config: &SelectionConfig,
+    scored: Option<&[bool]>,
 ) -> Result<Vec<CvEstimate>, SelectError> {
     let k = config.folds.max(2);
     let repeats = config.repeats.max(1);
@@ -448,10 +488,15 @@ fn cross_validate(
         }
     }
     let r = repeats as f64;
+    let counted = |i: usize| scored.is_none_or(|s| s[i]);
     let paired = |a: &[f64], b: &[f64]| {
-        let diffs: Vec<f64> = a.iter().zip(b).map(|(a, b)| (a - b) / r).collect();
+        let diffs: Vec<f64> = (0..a.len())
+            .filter(|&i| counted(i))
+            .map(|i| (a[i] - b[i]) / r)
+            .collect();
         mean_se(&diffs)
     };
+    let scored_rows = (0..train.len()).filter(|&i| counted(i)).count();
     Ok(tuned
         .iter()
         .enumerate()
@@ -460,7 +505,11 @@ fn cross_validate(
             let (loss_gain, loss_gain_se) = paired(&loss[0], &loss[c]);
             CvEstimate {
                 candidate,
-                accuracy: hits[c].iter().sum::<f64>() / (r * train.len() as f64),
+                accuracy: (0..train.len())
+                    .filter(|&i| counted(i))
+                    .map(|i| hits[c][i])
+                    .sum::<f64>()
+                    / (r * scored_rows as f64),
                 gain,
                 gain_se,
                 loss_gain,
@@ -511,9 +560,15 @@ pub fn local_and_mirror(
     config: &SelectionConfig,
 ) -> Result<(LinearClassifier, LinearClassifier), SelectError> {
     let k = enough_rows(train, config)?;
-    let lambda = cv_lambda(train, &tuning_folds(train, k, config.seed))?;
-    let own = fit_on_path(train, lambda)?.classifier();
-    let inputs = Inputs::new(experts, train, &own, config.beta);
+    let lambda = cv_lambda(
+        &own_rows(train, config),
+        &tuning_folds(train, k, config.seed),
+    )?;
+    let own = fit_local(train, lambda, config)?;
+    let inputs = Inputs {
+        own_dim: own_dim(train, config),
+        ..Inputs::new(experts, train, &own, config.beta)
+    };
     // `fit_all`'s stream: the local model draws nothing from it, mirror averaging comes next.
     let mut rng = derived_rng(config.seed, &[FINAL_FITS]);
     let mirror = Candidate::MirrorAveraging
@@ -529,20 +584,47 @@ pub fn choose_final(
     train: &Dataset,
     config: &SelectionConfig,
 ) -> Result<FinalModel, SelectError> {
+    choose_final_scored(experts, train, config, None)
+}
+
+/// [`choose_final`] with the cross-validated evidence read only on the rows `scored` marks
+/// (every row is still fitted on and held out): when the labels of the other rows chose the
+/// learners' subspace ([`crate::data::agreed_map::derive_split`]), their held-out scores would
+/// flatter every candidate built on the learners.
+///
+/// # Panics
+/// If `scored` is given with a length other than `train`'s (a programming error).
+pub fn choose_final_scored(
+    experts: &[LinearClassifier],
+    train: &Dataset,
+    config: &SelectionConfig,
+    scored: Option<&[bool]>,
+) -> Result<FinalModel, SelectError> {
+    if let Some(s) = scored {
+        assert_eq!(s.len(), train.len(), "one mark per training row");
+    }
     let k = enough_rows(train, config)?;
     let folds = tuning_folds(train, k, config.seed);
     let tuning = Tuning {
         experts,
         data: train,
         folds: &folds,
-        local_lambda: cv_lambda(train, &folds)?,
+        local_lambda: cv_lambda(&own_rows(train, config), &folds)?,
+        own_dim: own_dim(train, config),
     };
     let tuned: Vec<(Candidate, Option<f64>)> = Candidate::all()
         .map(|c| Ok((c, c.combiner().tune(&tuning)?)))
         .collect::<Result<_, SelectError>>()?;
-    let cv = cross_validate(experts, train, &tuned, config)?;
+    let cv = cross_validate(experts, train, &tuned, config, scored)?;
     let alpha = agreement(experts);
-    let rule = config.for_agreement(alpha);
+    // Learners confined to a subspace chosen from the own rows agree whatever they carry: their
+    // agreement is no evidence there, and the strict thresholds apply (EXPERIMENTS.md, "Wide
+    // tables").
+    let rule = if config.own_columns.is_some() {
+        config.for_agreement(f64::NEG_INFINITY)
+    } else {
+        config.for_agreement(alpha)
+    };
     let chosen = select(&cv, &rule);
     let all = fit_all(experts, train, &tuned, config, &[FINAL_FITS])?;
     let comparators = fit_comparators(experts, train, &all[0].1.classifier, config)?;

@@ -148,11 +148,11 @@ fn stacking_is_linear_in_x() {
     let train = data(120, 8);
     let experts = noise_experts(3, 9);
     let u = directions(&experts);
-    let theta = fit_stacking(&train, &u, 0.01, true).expect("fit");
-    let w = fit_logistic(&stacked(&train, &u, true), 0.01)
+    let theta = fit_stacking(&train, &u, 0.01, Some(train.dim())).expect("fit");
+    let w = fit_logistic(&stacked(&train, &u, Some(train.dim())), 0.01)
         .expect("fit")
         .classifier();
-    let z = stacked(&train, &u, true);
+    let z = stacked(&train, &u, Some(train.dim()));
     for i in 0..train.len() {
         let a = theta.margin(train.row(i));
         let b = w.margin(z.row(i));
@@ -252,6 +252,7 @@ fn mirror_with_own_weights_the_own_model_by_cross_fitted_losses() {
         own: &own,
         beta: 3.0,
         losses: None,
+        own_dim: train.dim(),
     };
     let mut rng = derived_rng(41, &[]);
     let crossed = MirrorWithOwn

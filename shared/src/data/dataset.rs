@@ -84,6 +84,41 @@ impl Dataset {
         }
     }
 
+    /// A new dataset of the first `k` columns of every row (all of them when `k` ≥ the
+    /// dimension).
+    pub fn leading_columns(&self, k: usize) -> Dataset {
+        let k = k.min(self.dim);
+        let mut x = Vec::with_capacity(self.len() * k);
+        for i in 0..self.len() {
+            x.extend_from_slice(&self.row(i)[..k]);
+        }
+        Dataset {
+            x,
+            y: self.y.clone(),
+            dim: k,
+        }
+    }
+
+    /// Every row of `self` followed by the same row of `right`: one dataset whose columns are
+    /// both maps of the same records (labels from `self`).
+    ///
+    /// # Panics
+    /// If the row counts differ (a programming error).
+    pub fn side_by_side(&self, right: &Dataset) -> Dataset {
+        assert_eq!(self.len(), right.len(), "the same rows in both maps");
+        let dim = self.dim + right.dim;
+        let mut x = Vec::with_capacity(self.len() * dim);
+        for i in 0..self.len() {
+            x.extend_from_slice(self.row(i));
+            x.extend_from_slice(right.row(i));
+        }
+        Dataset {
+            x,
+            y: self.y.clone(),
+            dim,
+        }
+    }
+
     /// Concatenates datasets of equal dimension (used for the centralised baseline).
     ///
     /// # Panics

@@ -8,18 +8,24 @@
 //! - [`bundled`]: the two public datasets compiled into the binaries, and the paper's splits.
 //! - [`synthetic`]: Minami et al. 2015, §5.1 synthetic data.
 //! - [`clinic`]: the clinic scenario of issue 12 (a small aggregator, large hospitals, d = 20).
+//! - [`ehr`]: EHR-like wide tables (zero-heavy counts, flags, skewed laboratory values) with
+//!   a bounds-only schema, for the lab's wide scenarios.
 //! - [`partition`]: partitions over organisations and stratified test splits.
+//! - [`agreed_map`]: centres, scales and an optional subspace the organisations agree on from
+//!   summaries (the aggregator's rows or the nodes' private moments) before any learner.
 //! - [`private_normalisation`]: ball-map centres and scales pooled from the organisations'
 //!   private moments instead of declared constants (and what that costs in ε).
 //!
 //! A new dataset goes into [`bundled`] (a CSV and a hand-written schema in `data/`) or is read
 //! from a file with [`csv::load_csv`]; nothing else needs to know about it.
 
+pub mod agreed_map;
 pub mod bundled;
 pub mod clinic;
 pub mod csv;
 pub mod dataset;
 pub mod diagnose;
+pub mod ehr;
 pub mod normalise;
 pub mod partition;
 pub mod private_normalisation;

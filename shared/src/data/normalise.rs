@@ -24,11 +24,13 @@
 //!    when a feature declares neither, from its bounds by the public rule of
 //!    [`super::schema::bounds_rule`].
 //!
-//! Then for the row: u = row_scale · z (default row_scale = 2/√p for p features), append the
-//! intercept constant a (`intercept_value`, default 0.2) when the schema has an intercept, and if
-//! ‖x‖ > 1 project x onto the unit ball, x ← x/‖x‖ (counted). Projection keeps the row's
-//! direction; centred features and a small intercept constant give the learners rows whose signal
-//! uses the whole ball instead of a common offset of norm ≈ 0.6 (research note `NOTES.md` §A).
+//! With a `[subspace]` (an agreed map's k public directions P, [`super::agreed_map`]) the
+//! features' z become u = P z, k values instead of p. Then for the row: u = row_scale · z (or
+//! row_scale · P z; default row_scale = 2/√p for p features), append the intercept constant a
+//! (`intercept_value`, default 0.2) when the schema has an intercept, and if ‖x‖ > 1 project x
+//! onto the unit ball, x ← x/‖x‖ (counted). Projection keeps the row's direction; centred
+//! features and a small intercept constant give the learners rows whose signal uses the whole
+//! ball instead of a common offset.
 //!
 //! Both maps end with the same guard: rounding can leave the computed norm a few ulps above 1,
 //! so the row is shrunk until [`crate::Dataset::max_row_norm`] computes at most 1.
@@ -71,6 +73,30 @@ pub struct Normalisation {
     /// Ball mode: the constant appended for the intercept, in (0, 1) (default 0.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intercept_value: Option<f64>,
+}
+
+/// Ball mode: k public directions in the space of standardised features (an agreed map's
+/// subspace). A row's z (one per feature) becomes u = P z, u_i = ⟨P_i, z⟩, before the row scale;
+/// P is public and fixed before any row is read, so the map stays per record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Subspace {
+    /// P, one row of length p (the number of features) per component.
+    pub directions: Vec<Vec<f64>>,
+}
+
+impl Subspace {
+    /// k, the number of components.
+    pub fn components(&self) -> usize {
+        self.directions.len()
+    }
+
+    /// u = P z into `out` (length k).
+    fn project(&self, z: &[f64], out: &mut [f64]) {
+        for (o, d) in out.iter_mut().zip(&self.directions) {
+            *o = d.iter().zip(z).map(|(a, b)| a * b).sum();
+        }
+    }
 }
 
 /// The intercept constant of ball mode unless the schema says otherwise.
@@ -151,18 +177,31 @@ fn standardise(f: &FeatureSpec, v: f64) -> (f64, bool, bool) {
 pub(crate) fn ball_row(
     features: &[FeatureSpec],
     ball: BallRow,
+    subspace: Option<&Subspace>,
     raw: &[f64],
     out: &mut [f64],
 ) -> RowReport {
     let mut report = RowReport::default();
-    for ((f, &v), o) in features.iter().zip(raw).zip(out.iter_mut()) {
-        let (z, clipped, missing) = standardise(f, v);
+    let mut z = vec![0.0; features.len()];
+    for ((f, &v), zj) in features.iter().zip(raw).zip(z.iter_mut()) {
+        let (value, clipped, missing) = standardise(f, v);
         report.clipped += usize::from(clipped);
         report.missing += usize::from(missing);
-        *o = ball.row_scale * z;
+        *zj = value;
     }
+    let k = match subspace {
+        Some(s) => {
+            s.project(&z, &mut out[..s.components()]);
+            s.components()
+        }
+        None => {
+            out[..z.len()].copy_from_slice(&z);
+            z.len()
+        }
+    };
+    out[..k].iter_mut().for_each(|v| *v *= ball.row_scale);
     if let Some(a) = ball.intercept {
-        out[features.len()] = a;
+        out[k] = a;
     }
     let norm = l2_norm(out);
     if norm > 1.0 {

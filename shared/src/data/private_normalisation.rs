@@ -202,6 +202,7 @@ mod tests {
         let raw = RawRows {
             values: vec![schema.features.iter().map(|f| f.hi + 1.0).collect()],
             positive: vec![true],
+            missing: Vec::new(),
         };
         let (features, rows) = transformed(&schema, &raw);
         for ((f, t), v) in schema.features.iter().zip(&features).zip(&rows[0]) {

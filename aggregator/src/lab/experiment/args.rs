@@ -5,6 +5,7 @@
 //! defined with the setups they change, in [`super::setups`]; [`PaperArgs::setup`] turns the flags
 //! of `experiment paper` into a [`Setup`].
 
+use super::agreed::MapChoice;
 use super::setups::{Normalisation, Points, Setup};
 use std::path::PathBuf;
 
@@ -154,6 +155,21 @@ pub(super) struct UtilityArgs {
     /// `dp-sgd` needs δ > 0 (e.g. 1e-5).
     #[arg(long, default_value_t = 0.0)]
     pub(super) delta: f64,
+    /// How the learners' rows are mapped: `auto` is the schema's map for the five hand-written
+    /// scenarios and the agreed map from the aggregator's own rows (`own`) for the wide ones and
+    /// --dataset; `pooled` derives it from the nodes' private moments at --map-share of their ε.
+    #[arg(long, value_enum, default_value_t = MapChoice::Auto)]
+    pub(super) map: MapChoice,
+    /// Components of the agreed map's subspace (0: none, every feature) [default: min(p, 4)].
+    #[arg(long)]
+    pub(super) components: Option<usize>,
+    /// With --map pooled: the share of each node's ε spent on its moments (the learner gets the
+    /// rest).
+    #[arg(long, default_value_t = 0.2)]
+    pub(super) map_share: f64,
+    /// Only these scenarios (comma-separated names) [default: every built-in one].
+    #[arg(long, value_delimiter = ',', conflicts_with = "dataset")]
+    pub(super) scenarios: Vec<String>,
 }
 
 /// Arguments of `experiment synthetic`.

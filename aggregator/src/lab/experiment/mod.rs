@@ -50,6 +50,7 @@
 //! vary is a field of `Setup` and a row of `variants::VARIANTS`; a new figure's rows and panel go
 //! into [`figures`], a new table into [`tables`].
 
+mod agreed;
 mod args;
 mod figures;
 mod harness;
@@ -67,6 +68,7 @@ mod setups;
 mod synthetic;
 mod tables;
 mod utility;
+mod utility_trial;
 mod variants;
 
 pub use args::Args;

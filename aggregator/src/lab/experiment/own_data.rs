@@ -14,9 +14,10 @@
 //! each organisation and of the test set, 0-based in file order) for peers such as
 //! `tests/peers/sklearn_local.py` to train on exactly the same rows.
 
+use super::agreed::{RawSplit, Records};
 use super::scenarios::Split;
 use anyhow::{Context, Result, bail};
-use dpagg_shared::data::csv::load_csv;
+use dpagg_shared::data::csv::{RawRows, load_csv_with_raw, read_csv_with_raw};
 use dpagg_shared::data::dataset::Dataset;
 use dpagg_shared::data::partition::{equal_partition, proportional_split, sized_partition};
 use dpagg_shared::data::schema::Schema;
@@ -40,6 +41,10 @@ pub(super) struct OwnData {
     pub(super) name: String,
     /// Every row, in file order, mapped by the schema.
     pub(super) data: Dataset,
+    /// The same rows' raw records (NaN where missing), for an agreed map.
+    records: Records,
+    /// The public schema.
+    schema: Schema,
     /// The split of every trial.
     pub(super) layout: Layout,
 }
@@ -52,39 +57,87 @@ pub(super) struct IndexSplit {
     pub(super) test: Vec<usize>,
 }
 
+impl Layout {
+    /// A 20 % test set and 10 equal organisations (the defaults of `--dataset`).
+    pub(super) fn tenth() -> Self {
+        Self {
+            test_fraction: 0.2,
+            orgs: 10,
+            rows_per_org: Vec::new(),
+        }
+    }
+}
+
 impl OwnData {
     /// Loads `data` with `schema` and checks the layout against the number of rows.
     pub(super) fn load(data: &Path, schema: &Path, layout: Layout) -> Result<Self> {
-        if !(layout.test_fraction > 0.0 && layout.test_fraction < 1.0) {
-            bail!("--test-fraction: {} is not in (0, 1)", layout.test_fraction);
-        }
-        if layout.rows_per_org.is_empty() && layout.orgs < 2 {
-            bail!(
-                "--orgs: {} is too few (the aggregator and at least one node)",
-                layout.orgs
-            );
-        }
-        if !layout.rows_per_org.is_empty() && layout.rows_per_org.len() < 2 {
-            bail!("--rows-per-org: give the aggregator's size and at least one node's");
-        }
+        check_layout(&layout)?;
         let schema = Schema::load(schema)?;
         warn_if_observed(&schema, data);
-        let (rows, report) = load_csv(data, &schema)?;
+        let (rows, raw, report) = load_csv_with_raw(data, &schema)?;
         tracing::info!(file = %data.display(), rows = report.rows, "loaded the dataset");
         let name = data.file_stem().map_or_else(
             || "own data".to_owned(),
             |s| s.to_string_lossy().into_owned(),
         );
-        let own = Self {
-            name,
-            data: rows,
-            layout,
-        };
-        own.indices(0, &[0])
-            .with_context(|| format!("{}: cannot split the rows", data.display()))?;
-        Ok(own)
+        Self::new(name, rows, raw, schema, layout)
+            .with_context(|| format!("{}: cannot split the rows", data.display()))
     }
 
+    /// A table compiled into the binary (`origin` and CSV text) with its schema's text.
+    pub(super) fn embedded(
+        name: &str,
+        (origin, csv): (&str, &str),
+        schema: &str,
+        layout: Layout,
+    ) -> Result<Self> {
+        let schema = Schema::from_toml_str(schema, &format!("{name} schema"))?;
+        let (rows, raw, _) = read_csv_with_raw(csv.as_bytes(), origin, &schema)?;
+        Self::new(name.to_owned(), rows, raw, schema, layout)
+            .with_context(|| format!("{name}: cannot split the rows"))
+    }
+
+    fn new(
+        name: String,
+        data: Dataset,
+        raw: RawRows,
+        schema: Schema,
+        layout: Layout,
+    ) -> Result<Self> {
+        let records = Records {
+            rows: raw.records(),
+            positive: raw.positive,
+        };
+        let own = Self {
+            name,
+            data,
+            records,
+            schema,
+            layout,
+        };
+        own.indices(0, &[0])?;
+        Ok(own)
+    }
+}
+
+/// The flags' layout, checked before any row is read.
+fn check_layout(layout: &Layout) -> Result<()> {
+    if !(layout.test_fraction > 0.0 && layout.test_fraction < 1.0) {
+        bail!("--test-fraction: {} is not in (0, 1)", layout.test_fraction);
+    }
+    if layout.rows_per_org.is_empty() && layout.orgs < 2 {
+        bail!(
+            "--orgs: {} is too few (the aggregator and at least one node)",
+            layout.orgs
+        );
+    }
+    if !layout.rows_per_org.is_empty() && layout.rows_per_org.len() < 2 {
+        bail!("--rows-per-org: give the aggregator's size and at least one node's");
+    }
+    Ok(())
+}
+
+impl OwnData {
     /// The split of the trial whose random stream is `(seed, path)`, as row indices.
     pub(super) fn indices(&self, seed: u64, path: &[u64]) -> Result<IndexSplit> {
         // A dataset whose one feature is the row index, with the real labels: the split
@@ -126,6 +179,19 @@ impl OwnData {
             own,
             nodes: parts.collect(),
             test: self.data.subset(&s.test),
+        })
+    }
+
+    /// The raw records of one trial, split as [`OwnData::split`] splits the mapped rows.
+    pub(super) fn raw_split(&self, seed: u64, path: &[u64]) -> Result<RawSplit> {
+        let s = self.indices(seed, path)?;
+        let mut parts = s.orgs.iter().map(|rows| self.records.subset(rows));
+        let own = parts.next().context("no organisation")?;
+        Ok(RawSplit {
+            schema: self.schema.clone(),
+            own,
+            nodes: parts.collect(),
+            test: self.records.subset(&s.test),
         })
     }
 

@@ -263,6 +263,7 @@ fn coordinates(data: &Dataset) -> RawRows {
     RawRows {
         values: (0..data.len()).map(|i| data.row(i).to_vec()).collect(),
         positive: data.labels().iter().map(|&l| l > 0.0).collect(),
+        missing: Vec::new(),
     }
 }
 

@@ -20,15 +20,14 @@ use super::args::UtilityArgs;
 use super::figures::{self, csv_text, eps, num};
 use super::harness::{create_out, progress_bar, write, write_figure};
 use super::node_learner::NodeLearner;
-use super::own_data::{Layout, OwnData};
 use super::plot::{Line, Mark, PALETTE, Panel, Series, Shape};
 pub(super) use super::scenarios::{NOISE, SCENARIOS, SELECT, SPLIT, Source};
+use super::utility_trial::{Run, Scenario, scenarios, trial};
 use anyhow::{Result, anyhow};
-use dpagg_shared::aggregate::select::{Candidate, SelectionConfig, choose_final, tuned_logistic};
+use dpagg_shared::aggregate::select::Candidate;
 use dpagg_shared::cli::Out;
 use dpagg_shared::data::dataset::Dataset;
 use dpagg_shared::learn::classifier::LinearClassifier;
-use dpagg_shared::privacy::noise::derive_seed;
 use dpagg_shared::util::stats::Summary;
 use rayon::prelude::*;
 use std::fmt::Write as _;
@@ -46,7 +45,7 @@ fn columns() -> Vec<&'static str> {
 }
 
 /// The selection's candidates other than local, in registry order (their columns).
-fn candidates() -> impl Iterator<Item = Candidate> {
+pub(super) fn candidates() -> impl Iterator<Item = Candidate> {
     Candidate::all().filter(|&c| c != Candidate::Local)
 }
 
@@ -60,86 +59,9 @@ const LOCAL: usize = 0;
 /// The column of the final model.
 const FINAL: usize = 1;
 
-/// One (scenario, ε, trial): the accuracy of every column of [`columns`] and the candidate
-/// chosen.
-struct Run {
-    scenario: usize,
-    epsilon: f64,
-    trial: usize,
-    accuracy: Vec<f64>,
-    chosen: Candidate,
-}
-
 /// Objective perturbation (the default) at `epsilon` on `data`, with seeded noise.
 pub(super) fn private_learner(epsilon: f64, data: &Dataset, seed: u64) -> Result<LinearClassifier> {
     NodeLearner::default().release(epsilon, data, seed)
-}
-
-/// The scenarios of a run: the built-in four, or the user's CSV.
-fn scenarios(args: &UtilityArgs) -> Result<Vec<(String, Source)>> {
-    let (Some(data), Some(schema)) = (&args.dataset, &args.schema) else {
-        return SCENARIOS
-            .iter()
-            .map(|&name| Ok((name.to_owned(), Source::of(name, args.sweep.seed)?)))
-            .collect();
-    };
-    let layout = Layout {
-        test_fraction: args.test_fraction.unwrap_or(0.2),
-        orgs: args.orgs.unwrap_or(10),
-        rows_per_org: args.rows_per_org.clone(),
-    };
-    let own = OwnData::load(data, schema, layout)?;
-    Ok(vec![(own.name.clone(), Source::Csv(own))])
-}
-
-/// Every ε of one trial of one scenario.
-fn trial(
-    scenario: usize,
-    source: &Source,
-    args: &UtilityArgs,
-    learner: NodeLearner,
-    trial: usize,
-) -> Result<Vec<Run>> {
-    let (epsilons, seed) = (&args.sweep.epsilons, args.sweep.seed);
-    let t = trial as u64;
-    let s = scenario as u64;
-    let split = source.split(seed, &[SPLIT, s, t])?;
-    let all = Dataset::concat(std::iter::once(&split.own).chain(&split.nodes));
-    let (centralised, _) = tuned_logistic(&all, 5, derive_seed(seed, &[SELECT, s, t]))?;
-    let centralised = centralised.accuracy(&split.test);
-    let mut runs = Vec::new();
-    for (e, &epsilon) in epsilons.iter().enumerate() {
-        let noise = |k: u64| derive_seed(seed, &[NOISE, s, t, e as u64, k]);
-        let experts = split
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(k, d)| learner.release(epsilon, d, noise(k as u64)))
-            .collect::<Result<Vec<_>>>()?;
-        let defaults = SelectionConfig::default();
-        let config = SelectionConfig {
-            seed: derive_seed(seed, &[SELECT, s, t, e as u64]),
-            z_accuracy: args.select_z.unwrap_or(defaults.z_accuracy),
-            ..defaults
-        };
-        let fin = choose_final(&experts, &split.own, &config)?;
-        let curator = learner.release(epsilon, &all, noise(u64::MAX))?;
-        let acc = |c: Candidate| fin.model(c).accuracy(&split.test);
-        let mut accuracy = vec![
-            acc(Candidate::Local),
-            fin.classifier().accuracy(&split.test),
-        ];
-        accuracy.extend(candidates().map(acc));
-        accuracy.extend([curator.accuracy(&split.test), centralised]);
-        runs.push(Run {
-            scenario,
-            epsilon,
-            trial,
-            accuracy,
-            chosen: fin.chosen,
-        });
-    }
-    Ok(runs)
 }
 
 /// Runs `experiment utility`.
@@ -163,12 +85,12 @@ pub(super) fn run(args: UtilityArgs, stdout: &mut Out) -> Result<()> {
     let start = Instant::now();
     let bar = progress_bar(Some((scenarios.len() * sweep.trials) as u64))?;
     let mut runs = Vec::new();
-    for (k, (name, source)) in scenarios.iter().enumerate() {
-        bar.set_message(format!("utility: {name}"));
+    for (k, scenario) in scenarios.iter().enumerate() {
+        bar.set_message(format!("utility: {}", scenario.name));
         let batch: Vec<Vec<Run>> = (0..sweep.trials)
             .into_par_iter()
             .map(|t| {
-                let r = trial(k, source, &args, learner, t);
+                let r = trial(k, scenario, &args, learner, t);
                 bar.inc(1);
                 r
             })
@@ -176,11 +98,18 @@ pub(super) fn run(args: UtilityArgs, stdout: &mut Out) -> Result<()> {
         runs.extend(batch.into_iter().flatten());
     }
     bar.finish_and_clear();
-    let names: Vec<&str> = scenarios.iter().map(|(n, _)| n.as_str()).collect();
+    let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
     let cells = cells(&names, &runs, &sweep.epsilons);
     write(&sweep.out, "utility_runs.csv", &runs_csv(&names, &runs)?)?;
     let mut wrote = "utility_runs.csv, utility.csv, utility_paired.csv, utility.md";
-    if let Some((_, Source::Csv(own))) = scenarios.first() {
+    if let (
+        Some(Scenario {
+            source: Source::Csv(own),
+            ..
+        }),
+        true,
+    ) = (scenarios.first(), args.dataset.is_some())
+    {
         let splits = own.splits_csv(sweep.seed, sweep.trials, |t| vec![SPLIT, 0, t])?;
         write(&sweep.out, "utility_splits.csv", &splits)?;
         wrote = "utility_runs.csv, utility.csv, utility_paired.csv, utility_splits.csv, utility.md";

@@ -71,6 +71,9 @@ pub struct Inputs<'a> {
     /// them, in that order), which combiners that need them read instead of recomputing (a
     /// simulation runs several on the same rows; the results are the same bits).
     pub losses: Option<&'a LossTable>,
+    /// The leading columns of `data` that are the own model's map (all of them unless the rows
+    /// hold the learners' agreed map beside it): a combiner's own features.
+    pub own_dim: usize,
 }
 
 /// What a combiner's one-off tuning sees: all training rows and the tuning folds.
@@ -84,6 +87,8 @@ pub struct Tuning<'a> {
     pub folds: &'a [Vec<usize>],
     /// The local model's cross-validated λ.
     pub local_lambda: f64,
+    /// As [`Inputs::own_dim`].
+    pub own_dim: usize,
 }
 
 /// A fitted combiner.
@@ -118,6 +123,7 @@ impl<'a> Inputs<'a> {
             own,
             beta,
             losses: None,
+            own_dim: data.dim(),
         }
     }
 

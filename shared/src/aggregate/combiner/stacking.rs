@@ -60,7 +60,8 @@ pub(super) fn stacker_lambda(
         return Ok(Some(tuning.local_lambda));
     }
     let u = directions(tuning.experts);
-    let stacked_rows = stacked(tuning.data, &u, own_features);
+    let own = own_features.then_some(tuning.own_dim);
+    let stacked_rows = stacked(tuning.data, &u, own);
     Ok(Some(cv_lambda(&stacked_rows, tuning.folds)?))
 }
 
@@ -72,7 +73,8 @@ pub(super) fn fit_stacker(
 ) -> Result<Combined, SelectError> {
     let lambda = tuned.expect("a stacker is tuned before it is fitted");
     let u = directions(inputs.experts);
-    Ok(fit_stacking(inputs.data, &u, lambda, own_features)?.into())
+    let own = own_features.then_some(inputs.own_dim);
+    Ok(fit_stacking(inputs.data, &u, lambda, own)?.into())
 }
 
 /// The experts' directions u_m = θ_m/‖θ_m‖₂ (zero for a zero expert).
@@ -87,10 +89,10 @@ pub(crate) fn directions(experts: &[LinearClassifier]) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// The stacking features of every row: [x, ⟨u₁, x⟩, …] with the own features, [⟨u₁, x⟩, …]
-/// without.
-pub(crate) fn stacked(data: &Dataset, directions: &[Vec<f64>], own_features: bool) -> Dataset {
-    let d = if own_features { data.dim() } else { 0 };
+/// The stacking features of every row: [x, ⟨u₁, x⟩, …] with the own features (the first
+/// `own` columns of x), [⟨u₁, x⟩, …] without.
+pub(crate) fn stacked(data: &Dataset, directions: &[Vec<f64>], own: Option<usize>) -> Dataset {
+    let d = own.map_or(0, |k| k.min(data.dim()));
     let width = d + directions.len();
     let mut x = Vec::with_capacity(data.len() * width);
     for i in 0..data.len() {
@@ -101,21 +103,18 @@ pub(crate) fn stacked(data: &Dataset, directions: &[Vec<f64>], own_features: boo
     Dataset::new(x, data.labels().to_vec(), width)
 }
 
-/// The stacker fitted on `data` as one weight vector in x-space: w_x + Σ w_m u_m (w_x = 0
-/// without the own features).
+/// The stacker fitted on `data` as one weight vector in x-space: w_x + Σ w_m u_m (w_x on the
+/// first `own` columns; none without the own features).
 pub(crate) fn fit_stacking(
     data: &Dataset,
     directions: &[Vec<f64>],
     lambda: f64,
-    own_features: bool,
+    own: Option<usize>,
 ) -> Result<LinearClassifier, SolverError> {
-    let w = fit_on_path(&stacked(data, directions, own_features), lambda)?.classifier();
-    let d = if own_features { data.dim() } else { 0 };
-    let mut theta = if own_features {
-        w.coefficients()[..d].to_vec()
-    } else {
-        vec![0.0; data.dim()]
-    };
+    let w = fit_on_path(&stacked(data, directions, own), lambda)?.classifier();
+    let d = own.map_or(0, |k| k.min(data.dim()));
+    let mut theta = vec![0.0; data.dim()];
+    theta[..d].copy_from_slice(&w.coefficients()[..d]);
     for (u, wm) in directions.iter().zip(&w.coefficients()[d..]) {
         for (t, v) in theta.iter_mut().zip(u) {
             *t += wm * v;

@@ -95,6 +95,22 @@ pub struct RawRows {
     pub values: Vec<Vec<f64>>,
     /// Per row, whether its label is the positive one.
     pub positive: Vec<bool>,
+    /// (row, feature) of every missing value, in row order (each stands in `values` at the
+    /// feature's raw centre).
+    pub missing: Vec<(usize, usize)>,
+}
+
+impl RawRows {
+    /// The rows as a map reads them: clipped values, NaN where a value is missing (which every
+    /// map sends to its feature's centre), for mapping the same records with another schema's
+    /// constants ([`crate::data::agreed_map`]).
+    pub fn records(&self) -> Vec<Vec<f64>> {
+        let mut out = self.values.clone();
+        for &(i, j) in &self.missing {
+            out[i][j] = f64::NAN;
+        }
+        out
+    }
 }
 
 /// [`load_csv`], also keeping the rows' raw values ([`RawRows`]).

@@ -180,6 +180,14 @@ impl<'s> Rows<'s> {
         self.x.extend_from_slice(&self.out);
         self.y.push(label);
         if let Some(kept) = self.kept.as_mut() {
+            let i = kept.values.len();
+            kept.missing.extend(
+                self.raw
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| v.is_nan())
+                    .map(|(j, _)| (i, j)),
+            );
             let row = self
                 .schema
                 .features

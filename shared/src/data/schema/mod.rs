@@ -72,7 +72,7 @@ use std::path::Path;
 
 use super::normalise::{
     self, BallRow, DEFAULT_INTERCEPT_VALUE, DEFAULT_ROW_SCALE_KAPPA, MapMode, Normalisation,
-    RowReport, Transform,
+    RowReport, Subspace, Transform,
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -227,6 +227,25 @@ pub struct Schema {
     /// not part of the fingerprint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub csv: Option<CsvFormat>,
+    /// Ball mode: the standardised features projected onto k public directions before the row
+    /// scale (an agreed map's subspace, [`crate::data::agreed_map`]); rows then have k columns
+    /// (plus the intercept) instead of one per feature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subspace: Option<Subspace>,
+    /// Where this schema's map came from when it is an agreed map applied to a public schema
+    /// ([`crate::data::agreed_map::AgreedMap::apply`]); part of the fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agreed_map: Option<MapNote>,
+}
+
+/// The provenance an agreed map leaves in the schema it makes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MapNote {
+    /// Fingerprint of the public schema the map was applied to.
+    pub base: String,
+    /// Where its constants come from and what their release cost, in words.
+    pub source: String,
 }
 
 fn default_intercept() -> bool {
@@ -356,6 +375,8 @@ impl Schema {
                 ..FeatureSpec::bounded(f.name.clone(), f.lo, f.hi)
             };
         }
+        s.subspace = None;
+        s.agreed_map = None;
         s
     }
 
@@ -374,9 +395,28 @@ impl Schema {
         }
     }
 
-    /// Dimension of a normalised row: the number of features, plus one if there is an intercept.
+    /// Dimension of a normalised row: the number of features (or of the subspace's components),
+    /// plus one if there is an intercept.
     pub fn dim(&self) -> usize {
-        self.features.len() + usize::from(self.intercept)
+        self.subspace
+            .as_ref()
+            .map_or(self.features.len(), Subspace::components)
+            + usize::from(self.intercept)
+    }
+
+    /// The names of a normalised row's columns: the features (or `component 1` … `component k`
+    /// of the subspace), then `(intercept)` when the schema has one.
+    pub fn columns(&self) -> Vec<String> {
+        let mut out: Vec<String> = match &self.subspace {
+            Some(s) => (1..=s.components())
+                .map(|i| format!("component {i}"))
+                .collect(),
+            None => self.features.iter().map(|f| f.name.clone()).collect(),
+        };
+        if self.intercept {
+            out.push("(intercept)".into());
+        }
+        out
     }
 
     /// Lowercase hex SHA-256 of the schema's canonical serialisation: `serde_json` of this struct
@@ -443,7 +483,13 @@ impl Schema {
         );
         match self.mode() {
             MapMode::Paper => normalise::paper_row(&self.features, self.intercept, raw, out),
-            MapMode::Ball => normalise::ball_row(&self.features, self.ball(), raw, out),
+            MapMode::Ball => normalise::ball_row(
+                &self.features,
+                self.ball(),
+                self.subspace.as_ref(),
+                raw,
+                out,
+            ),
         }
     }
 }

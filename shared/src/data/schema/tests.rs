@@ -291,6 +291,8 @@ fn wide(p: usize, intercept: bool, rng: &mut SplitMix) -> Schema {
             intercept_value: None,
         }),
         csv: None,
+        subspace: None,
+        agreed_map: None,
     };
     s.validate("wide").expect("valid");
     s

@@ -111,7 +111,35 @@ impl Schema {
             {
                 return Err(bad(format!("feature `{}` {key}", f.name), only_ball));
             }
+            if self.subspace.is_some() {
+                return Err(bad("subspace".into(), only_ball));
+            }
             return Ok(());
+        }
+        if let Some(s) = &self.subspace {
+            let p = self.features.len();
+            if s.directions.is_empty() || s.components() > p {
+                return Err(bad(
+                    "subspace.directions".into(),
+                    &format!("must hold between 1 and {p} directions (one per component)"),
+                ));
+            }
+            if let Some(i) = s.directions.iter().position(|d| d.len() != p) {
+                return Err(bad(
+                    format!("subspace.directions[{i}]"),
+                    &format!("must hold {p} numbers, one per feature"),
+                ));
+            }
+            if let Some(i) = s
+                .directions
+                .iter()
+                .position(|d| d.iter().any(|v| !v.is_finite()))
+            {
+                return Err(bad(
+                    format!("subspace.directions[{i}]"),
+                    "must be finite numbers",
+                ));
+            }
         }
         if let Some(r) = table.and_then(|t| t.row_scale)
             && !(r.is_finite() && r > 0.0)

@@ -62,6 +62,7 @@
 //! hidden (the counts are released with noise, but n is public in every dpagg release).
 
 use super::{InputError, check_features, check_max_rows, check_rows};
+use crate::data::agreed_map::{ClassSummary, Summaries};
 use crate::data::schema::FeatureSpec;
 use crate::privacy::accounting::{AccountingError, RdpCurve, calibrate_sigma, dp_sgd_curve};
 use crate::privacy::discrete::{DiscreteError, GridGaussian};
@@ -174,6 +175,21 @@ pub struct Moments {
     pub guarantee: PrivacyGuarantee,
     /// [negative, positive].
     pub classes: [ClassMoments; 2],
+}
+
+impl Moments {
+    /// The release as an agreed map's [`Summaries`] (post-processing): per class the noisy
+    /// count, means and covariance, in the units of the features the plan was made for.
+    pub fn summaries(&self) -> Summaries {
+        let class = |c: &ClassMoments| ClassSummary {
+            count: c.count,
+            mean: c.mean.clone(),
+            covariance: c.covariance.clone(),
+        };
+        Summaries {
+            classes: [class(&self.classes[0]), class(&self.classes[1])],
+        }
+    }
 }
 
 /// K = 1 + d + d(d + 1)/2 coordinates per class.

@@ -1,0 +1,320 @@
+//! The agreed map in `experiment utility`: per trial, the map every node applies before it
+//! trains its learner, derived exactly as `dpagg-aggregator map` derives it
+//! ([`dpagg_shared::data::agreed_map`]), and the views of the trial's rows that the learners,
+//! the final model's selection, the trusted curator and centralised see.
+//!
+//! - `schema`: every party maps its rows by the schema (the hand-written scenarios' maps).
+//! - `own`: centres, scales and a k-dimensional subspace from the aggregator's own training
+//!   rows, sent to the nodes in the clear (the nodes pay nothing for it).
+//! - `pooled`: the same derived from the nodes' private moments (Gaussian mechanism,
+//!   replace-one, δ = [`POOLED_DELTA`]) at a share of each node's ε; its learner gets the rest,
+//!   so a node's whole ε for the round is the ε in the table.
+//!
+//! With a subspace the final model reads two maps of the same rows side by side: the own
+//! model's (the map's constants on every feature — what a data scientist alone would use) and
+//! the learners' (the subspace); the learners are padded with zeros on the first, the local
+//! model has zeros on the second ([`SelectionConfig::own_columns`]). The trusted curator uses
+//! the learners' map on every training row, centralised the own model's.
+//!
+//! [`SelectionConfig::own_columns`]: dpagg_shared::aggregate::select::SelectionConfig
+
+use super::scenarios::Split;
+use anyhow::{Context, Result};
+use dpagg_shared::data::agreed_map::{AgreedMap, Components, Summaries, derive, derive_split};
+use dpagg_shared::data::dataset::Dataset;
+use dpagg_shared::data::schema::{FeatureSpec, Schema};
+use dpagg_shared::learn::classifier::LinearClassifier;
+use dpagg_shared::privacy::noise::NoiseSource;
+use dpagg_shared::privacy::statistics::moments::{MomentNoise, MomentsParams, MomentsPlan};
+use rand::seq::SliceRandom;
+
+/// δ of each node's moments release under `pooled`.
+pub(super) const POOLED_DELTA: f64 = 1e-6;
+
+/// The share of the aggregator's own training rows whose labels choose the subspace (the
+/// *map rows*); the final model's evidence is read on the others.
+pub(super) const MAP_ROWS: f64 = 0.5;
+
+/// How the learners' rows are mapped (`--map`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(in crate::lab) enum MapChoice {
+    /// `schema` for the five hand-written scenarios, `own` for the wide ones and --dataset.
+    Auto,
+    /// The schema's map.
+    Schema,
+    /// From the aggregator's own training rows, in the clear.
+    Own,
+    /// Pooled from the nodes' private moments, at --map-share of each node's ε.
+    Pooled,
+}
+
+/// How the map is made, resolved for a scenario.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct MapPlan {
+    /// `schema`, `own` or `pooled` (never `auto`).
+    pub(super) choice: MapChoice,
+    /// The subspace's components (0: every feature).
+    pub(super) components: Option<usize>,
+    /// Under `pooled`, the share of ε spent on the moments.
+    pub(super) share: f64,
+}
+
+/// Raw records of one party: values in schema order (NaN where missing), labels.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Records {
+    pub(super) rows: Vec<Vec<f64>>,
+    pub(super) positive: Vec<bool>,
+}
+
+impl Records {
+    /// The records at `indices`, in that order.
+    pub(super) fn subset(&self, indices: &[usize]) -> Records {
+        Records {
+            rows: indices.iter().map(|&i| self.rows[i].clone()).collect(),
+            positive: indices.iter().map(|&i| self.positive[i]).collect(),
+        }
+    }
+
+    /// Every record of `parts`, in order.
+    fn concat<'a>(parts: impl IntoIterator<Item = &'a Records>) -> Records {
+        let mut out = Records::default();
+        for p in parts {
+            out.rows.extend(p.rows.iter().cloned());
+            out.positive.extend(&p.positive);
+        }
+        out
+    }
+
+    /// The records mapped by `schema`.
+    pub(super) fn mapped(&self, schema: &Schema) -> Dataset {
+        let dim = schema.dim();
+        let mut x = Vec::with_capacity(self.rows.len() * dim);
+        let mut out = vec![0.0; dim];
+        for row in &self.rows {
+            schema.normalise_row(row, &mut out);
+            x.extend_from_slice(&out);
+        }
+        let y = self
+            .positive
+            .iter()
+            .map(|&p| if p { 1.0 } else { -1.0 })
+            .collect();
+        Dataset::new(x, y, dim)
+    }
+}
+
+/// One trial's raw records and the public schema.
+pub(super) struct RawSplit {
+    pub(super) schema: Schema,
+    pub(super) own: Records,
+    pub(super) nodes: Vec<Records>,
+    pub(super) test: Records,
+}
+
+/// What every party's rows look like in one trial at one ε (module docs).
+pub(super) struct Views {
+    /// Each node's rows, as its learner sees them.
+    pub(super) nodes: Vec<Dataset>,
+    /// The selection's rows: the own model's map, then (with a subspace) the learners'.
+    pub(super) own: Dataset,
+    /// The test rows, in `own`'s columns.
+    pub(super) test: Dataset,
+    /// [`dpagg_shared::aggregate::select::SelectionConfig::own_columns`].
+    pub(super) own_columns: Option<usize>,
+    /// Zeros to put before a learner's weights so that it reads `own`'s columns.
+    pad: usize,
+    /// The trusted curator's training and test rows (the learners' map).
+    pub(super) curator: (Dataset, Dataset),
+    /// Centralised's training and test rows (the own model's map).
+    pub(super) central: (Dataset, Dataset),
+    /// The share of ε the learners get (1 unless the map was paid for from it).
+    pub(super) learner_share: f64,
+    /// The learners' map, when agreed.
+    pub(super) map: Option<AgreedMap>,
+    /// The own rows the final model's evidence is read on (the others chose the subspace).
+    pub(super) scored: Option<Vec<bool>>,
+}
+
+impl Views {
+    /// Every party reads the scenario's own map (`schema`).
+    pub(super) fn of_split(split: Split) -> Views {
+        let all = Dataset::concat(std::iter::once(&split.own).chain(&split.nodes));
+        Views {
+            curator: (all.clone(), split.test.clone()),
+            central: (all, split.test.clone()),
+            nodes: split.nodes,
+            own: split.own,
+            test: split.test,
+            own_columns: None,
+            pad: 0,
+            learner_share: 1.0,
+            map: None,
+            scored: None,
+        }
+    }
+
+    /// The views under an agreed map (`own` or `pooled`; see the module docs). `noise_seed(k)`
+    /// seeds node k's moments under `pooled`; `epsilon` is each node's whole ε.
+    pub(super) fn agreed(
+        raw: &RawSplit,
+        plan: MapPlan,
+        epsilon: f64,
+        split_seed: u64,
+        noise_seed: impl Fn(u64) -> u64,
+    ) -> Result<Views> {
+        let schema = &raw.schema;
+        let own_summaries = Summaries::of_records(schema, &raw.own.rows, &raw.own.positive);
+        let own_map =
+            derive(schema, &own_summaries, Components::All, "own rows")?.without_subspace();
+        let own_schema = own_map.apply(schema)?;
+        let p = schema.features.len();
+        let components = match plan.components {
+            None => Components::auto(p),
+            Some(0) => Components::All,
+            Some(k) => Components::Subspace(k.min(p)),
+        };
+        let mut scored = None;
+        let (map, learner_share) = match plan.choice {
+            MapChoice::Pooled => {
+                let summaries = pooled(raw, epsilon * plan.share, &noise_seed)?;
+                let source = format!(
+                    "pooled private moments of {} nodes (Gaussian, ε = {}, δ = {POOLED_DELTA} each)",
+                    raw.nodes.len(),
+                    epsilon * plan.share
+                );
+                (
+                    derive(schema, &summaries, components, &source)?,
+                    1.0 - plan.share,
+                )
+            }
+            _ if components == Components::All => (
+                derive(schema, &own_summaries, components, "own rows, in the clear")?,
+                1.0,
+            ),
+            _ => {
+                let marks = map_rows(&raw.own.positive, split_seed);
+                let chosen: Vec<usize> = (0..marks.len()).filter(|&i| marks[i]).collect();
+                let labelled = raw.own.subset(&chosen);
+                let labelled = Summaries::of_records(schema, &labelled.rows, &labelled.positive);
+                scored = Some(marks.iter().map(|m| !m).collect());
+                let source = "own rows, in the clear";
+                let map = derive_split(schema, &own_summaries, &labelled, components, source)?;
+                (map, 1.0)
+            }
+        };
+        let learner_schema = map.apply(schema)?;
+        let all = Records::concat(std::iter::once(&raw.own).chain(&raw.nodes));
+        let nodes = raw
+            .nodes
+            .iter()
+            .map(|r| r.mapped(&learner_schema))
+            .collect();
+        let (own_o, test_o) = (raw.own.mapped(&own_schema), raw.test.mapped(&own_schema));
+        let central = (all.mapped(&own_schema), test_o.clone());
+        let curator = (
+            all.mapped(&learner_schema),
+            raw.test.mapped(&learner_schema),
+        );
+        let one_map = map.subspace.is_none() && plan.choice == MapChoice::Own;
+        let (own, test, own_columns, pad) = if one_map {
+            (own_o, test_o, None, 0)
+        } else {
+            let own_l = raw.own.mapped(&learner_schema);
+            let cols = own_o.dim();
+            (
+                own_o.side_by_side(&own_l),
+                test_o.side_by_side(&curator.1),
+                Some(cols),
+                cols,
+            )
+        };
+        Ok(Views {
+            nodes,
+            own,
+            test,
+            own_columns,
+            pad,
+            curator,
+            central,
+            learner_share,
+            map: Some(map),
+            scored,
+        })
+    }
+
+    /// A learner as the selection reads it (zeros before its weights for the own model's
+    /// columns).
+    pub(super) fn expert(&self, learner: LinearClassifier) -> LinearClassifier {
+        if self.pad == 0 {
+            return learner;
+        }
+        let mut theta = vec![0.0; self.pad];
+        theta.extend_from_slice(learner.coefficients());
+        LinearClassifier::new(theta)
+    }
+}
+
+/// The map rows among the own rows (`MAP_ROWS` of each class, drawn from `seed`).
+fn map_rows(positive: &[bool], seed: u64) -> Vec<bool> {
+    let mut marks = vec![false; positive.len()];
+    let mut rng = dpagg_shared::privacy::noise::derived_rng(seed, &[]);
+    for class in [true, false] {
+        let mut rows: Vec<usize> = (0..positive.len())
+            .filter(|&i| positive[i] == class)
+            .collect();
+        rows.shuffle(&mut rng);
+        let take = (rows.len() as f64 * MAP_ROWS).round() as usize;
+        for &i in &rows[..take] {
+            marks[i] = true;
+        }
+    }
+    marks
+}
+
+/// The nodes' moments (Gaussian mechanism at (`epsilon`, [`POOLED_DELTA`]), seeded noise: a
+/// simulation) of their transformed values, pooled.
+fn pooled(raw: &RawSplit, epsilon: f64, noise_seed: &impl Fn(u64) -> u64) -> Result<Summaries> {
+    let schema = &raw.schema;
+    let features: Vec<FeatureSpec> = schema
+        .features
+        .iter()
+        .map(|f| FeatureSpec::bounded(f.name.clone(), f.transform(f.lo), f.transform(f.hi)))
+        .collect();
+    let mut parts = Vec::with_capacity(raw.nodes.len());
+    for (k, node) in raw.nodes.iter().enumerate() {
+        let values: Vec<Vec<f64>> = node
+            .rows
+            .iter()
+            .map(|row| {
+                schema
+                    .features
+                    .iter()
+                    .zip(row)
+                    .zip(&features)
+                    .map(|((f, &v), t)| {
+                        if v.is_nan() {
+                            t.lo / 2.0 + t.hi / 2.0
+                        } else {
+                            f.transform(v.clamp(f.lo, f.hi))
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let plan = MomentsPlan::new(
+            &features,
+            MomentsParams {
+                noise: MomentNoise::Gaussian,
+                epsilon,
+                delta: POOLED_DELTA,
+                max_rows: values.len().max(1),
+            },
+        )?;
+        let mut noise = NoiseSource::seeded(noise_seed(k as u64));
+        let release = plan
+            .release(&values, &node.positive, &mut noise)
+            .context("a node's moments")?;
+        parts.push(release.summaries());
+    }
+    Summaries::pool(&parts).context("no node to pool")
+}
