@@ -55,6 +55,10 @@ enum Command {
         /// The mechanism, δ, λ and options.
         #[command(flatten)]
         learner: cli::LearnerArgs,
+        /// The agreed map to apply to the rows before training (`map.toml`, from the
+        /// aggregator's `dpagg-aggregator map`); without it, the schema's own map.
+        #[arg(long)]
+        map: Option<PathBuf>,
     },
     /// Make a data release locally — statistics or synthetic data (charged to the same ledger as
     /// `serve`, which then serves it).
@@ -167,7 +171,13 @@ fn run(command: Command, matches: &ArgMatches, out: &mut Out) -> Result<()> {
             config,
             epsilon,
             learner,
-        } => publish(config.resolve(matches)?, learner.spec(epsilon), out),
+            map,
+        } => publish(
+            config.resolve(matches)?,
+            learner.spec(epsilon),
+            map.as_deref(),
+            out,
+        ),
         Command::PublishData {
             config,
             kind,

@@ -242,7 +242,9 @@ fn reason(e: &PublishError) -> &'static str {
         PublishError::Refused(Refusal::OverCap { .. }) => "refused_cap",
         PublishError::Unproven(_) => "refused_unproven",
         PublishError::TooSlow { .. } => "refused_too_slow",
-        PublishError::Mechanism(_) | PublishError::Data(_) => "refused_invalid",
+        PublishError::Mechanism(_) | PublishError::Data(_) | PublishError::Map(_) => {
+            "refused_invalid"
+        }
         PublishError::InProgress => "in_progress",
         PublishError::FailedBefore { .. } => "failed_before",
         PublishError::FailedCharged(_) | PublishError::DataFailedCharged(_) => "failed_charged",

@@ -11,6 +11,7 @@ use crate::config::{BelowSpent, CapOverTotal, NodeConfig, Policy};
 use crate::metrics::Metrics;
 use crate::store::{PublishError, Spent, Store, StoreError, StoredData, data_key};
 use dpagg_shared::Dataset;
+use dpagg_shared::data::agreed_map::AgreedMap;
 use dpagg_shared::data::csv::{DataError, RawRows, load_csv_with_raw};
 use dpagg_shared::data::normalise::MapMode;
 use dpagg_shared::data::schema::{Schema, SchemaError};
@@ -285,6 +286,34 @@ impl Node {
         })
     }
 
+    /// The schema fingerprint a release for `spec` carries and the rows it trains on: the
+    /// schema's own, or — when the spec carries an agreed map — the node's records mapped by
+    /// the schema with the map applied (a fixed, public, per-record map: the mechanism's proof
+    /// holds as it is, `docs/proofs/agreed-map.md`).
+    fn rows_for(
+        &self,
+        spec: &LearnerSpec,
+    ) -> Result<(String, std::borrow::Cow<'_, Dataset>), PublishError> {
+        let Some(map) = &spec.map else {
+            return Ok((
+                self.fingerprint.clone(),
+                std::borrow::Cow::Borrowed(&*self.data),
+            ));
+        };
+        let mapped = map.apply(&self.schema)?;
+        let rows = AgreedMap::rows(&mapped, &self.raw.records(), &self.raw.positive);
+        Ok((mapped.fingerprint(), std::borrow::Cow::Owned(rows)))
+    }
+
+    /// The fingerprint a release for `spec` carries (and is stored under): the schema's, or
+    /// the schema's with the spec's agreed map applied.
+    pub fn fingerprint_for(&self, spec: &LearnerSpec) -> Result<String, PublishError> {
+        match &spec.map {
+            None => Ok(self.fingerprint.clone()),
+            Some(map) => Ok(map.apply(&self.schema)?.fingerprint()),
+        }
+    }
+
     /// Releases a learner for `spec`, or returns the one released before for the same spec.
     pub fn publish(&self, spec: &LearnerSpec) -> Result<(PublishedLearner, bool), PublishError> {
         let published = self.publish_learner(spec);
@@ -308,10 +337,13 @@ impl Node {
         if !mechanism.is_proven() && !self.policy.allow_unproven {
             return Err(PublishError::Unproven(mechanism.name().to_owned()));
         }
+        // An agreed map is checked against the public schema before anything is charged; the
+        // release is keyed and fingerprinted by the schema with the map applied.
+        let (fingerprint, data) = self.rows_for(spec)?;
         // A release that cannot finish in time is refused before it is charged; one published
         // before is returned whatever the limit is now.
-        if self.store.for_spec(spec, &self.fingerprint)?.is_none()
-            && let Some(predicted) = mechanism.predicted_seconds(self.data.len(), self.data.dim())
+        if self.store.for_spec(spec, &fingerprint)?.is_none()
+            && let Some(predicted) = mechanism.predicted_seconds(data.len(), data.dim())
             && predicted > self.policy.max_training_seconds
         {
             return Err(PublishError::TooSlow {
@@ -326,7 +358,7 @@ impl Node {
         };
         let (release, new) = self.store.publish(
             spec,
-            &self.fingerprint,
+            &fingerprint,
             &budget_policy(&self.policy),
             charge,
             // A reservation older than the training limit (and a margin) belongs to a dead
@@ -338,7 +370,7 @@ impl Node {
                 // client's, the deadline is the node's.
                 let limit = Duration::from_secs_f64(self.policy.max_training_seconds);
                 let stop = Stop::on_flag(self.cancel.clone()).with_deadline(Instant::now() + limit);
-                mechanism.release_until(&self.data, &mut noise, &stop)
+                mechanism.release_until(&data, &mut noise, &stop)
             },
         )?;
         if new {

@@ -7,16 +7,39 @@ use anyhow::Result;
 use dpagg_node::config::NodeConfig;
 use dpagg_node::node::Node;
 use dpagg_shared::cli::Out;
+use dpagg_shared::data::agreed_map::AgreedMap;
 use dpagg_shared::privacy::data_release::{DataKind, DataSpec};
 use dpagg_shared::privacy::guarantee::PrivacyGuarantee;
 use dpagg_shared::privacy::mechanism::LearnerSpec;
 use dpagg_shared::util::num::{Num, Short, fixed};
 use std::io::Write;
+use std::path::Path;
 
-/// `publish`: releases a learner locally under the node's policy (the same ledger as `serve`).
-pub(crate) fn publish(config: NodeConfig, spec: LearnerSpec, out: &mut Out) -> Result<()> {
+/// `publish`: releases a learner locally under the node's policy (the same ledger as `serve`),
+/// with the agreed map at `map` applied to the rows when one is given.
+pub(crate) fn publish(
+    config: NodeConfig,
+    mut spec: LearnerSpec,
+    map: Option<&Path>,
+    out: &mut Out,
+) -> Result<()> {
+    if let Some(path) = map {
+        spec.map = Some(AgreedMap::load(path)?);
+    }
     let node = fresh_state(&config.state_dir, || Ok(Node::load(&config)?))?;
     let (release, new) = node.publish(&spec)?;
+    if let (Some(path), Some(m)) = (map, &spec.map) {
+        let shape = m.components().map_or_else(
+            || format!("{} features", m.features.len()),
+            |k| format!("{k} components of {} features", m.features.len()),
+        );
+        writeln!(
+            out,
+            "rows mapped by the agreed map {} ({shape}; {})",
+            path.display(),
+            m.source
+        )?;
+    }
     let what = format!("release {}", release.release_id);
     let metadata = release.metadata();
     write_outcome(

@@ -251,10 +251,13 @@ impl NodeService {
                 let read = |e| internal("cannot read releases", &e);
                 match selector {
                     Selector::ReleaseId(id) => node.store.get(&id).map_err(read),
-                    Selector::Spec(spec) => node
-                        .store
-                        .for_spec(&spec_from(Some(spec), node)?, &node.fingerprint)
-                        .map_err(read),
+                    Selector::Spec(spec) => {
+                        let spec = spec_from(Some(spec), node)?;
+                        let fingerprint = node
+                            .fingerprint_for(&spec)
+                            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+                        node.store.for_spec(&spec, &fingerprint).map_err(read)
+                    }
                     Selector::Latest(false) => Err(Status::invalid_argument(
                         "`latest = false` selects no release: give `release_id`, `spec` or `latest = true`",
                     )),

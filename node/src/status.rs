@@ -33,6 +33,7 @@ pub fn publish_status(e: &PublishError) -> Status {
             Status::failed_precondition(e.to_string())
         }
         PublishError::Unproven(_) => Status::failed_precondition(e.to_string()),
+        PublishError::Map(_) => Status::invalid_argument(e.to_string()),
         PublishError::Mechanism(
             MechanismError::InvalidParameter { .. }
             | MechanismError::UnknownOption { .. }

@@ -54,6 +54,9 @@ pub enum WireError {
         /// What it must be.
         requirement: &'static str,
     },
+    /// An agreed map's transform is not one dpagg knows.
+    #[error("`map.features.transform`: unknown transform {0}")]
+    UnknownTransform(String),
 }
 
 impl WireError {
@@ -113,6 +116,7 @@ impl From<&LearnerSpec> for pb::LearnerSpec {
             lambda: s.l2.fixed().unwrap_or(0.0),
             options: s.options.clone(),
             lambda_auto: s.l2.is_auto(),
+            map: s.map.as_ref().map(Into::into),
         }
     }
 }
@@ -140,6 +144,7 @@ impl TryFrom<pb::LearnerSpec> for LearnerSpec {
             delta: s.delta,
             l2,
             options: s.options,
+            map: s.map.map(TryInto::try_into).transpose()?,
         })
     }
 }

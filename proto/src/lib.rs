@@ -6,12 +6,14 @@
 //!
 //! [`convert`] is the one place where protobuf messages become the domain types of
 //! `dpagg-shared` and back: the node, the aggregator and the tests go through it.
+//! [`map`] converts the agreed map a learner spec carries.
 //! [`signature`] is the canonical encoding of a release and its Ed25519 signature; [`data`] the
 //! conversions and signed envelope of data releases (statistics, synthetic data).
 #![forbid(unsafe_code)]
 
 pub mod convert;
 pub mod data;
+pub mod map;
 pub mod signature;
 
 /// Package `dpagg.v1`: the `OrganisationNode` service, its client, server and messages.

@@ -137,6 +137,7 @@ fn spec() -> impl Strategy<Value = pb::LearnerSpec> {
                 lambda,
                 options,
                 lambda_auto,
+                map: None,
             },
         )
 }

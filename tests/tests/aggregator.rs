@@ -58,6 +58,7 @@ fn valid_learner(id: &str) -> pb::PrivateLearner {
                 lambda: 0.0,
                 options: Default::default(),
                 lambda_auto: true,
+                map: None,
             }),
             ..Default::default()
         }),

@@ -47,6 +47,7 @@ fn spec(k: usize) -> LearnerSpec {
         delta: 0.0,
         lambda: 0.01 + k as f64 * 1e-6,
         options: Default::default(),
+        map: None,
         lambda_auto: false,
     }
 }

@@ -21,6 +21,7 @@ fn spec(epsilon: f64, lambda: f64) -> LearnerSpec {
         lambda,
         options: Default::default(),
         lambda_auto: false,
+        map: None,
     }
 }
 
@@ -406,6 +407,7 @@ fn mechanism_spec(
         lambda: 0.01,
         options: options.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
         lambda_auto: false,
+        map: None,
     }
 }
 

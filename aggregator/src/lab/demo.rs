@@ -508,6 +508,7 @@ fn aggregator_config(
         beta: args.beta,
         seed: args.seed,
         test: TestSet::File(test),
+        map: None,
         synthetic: None,
     }
 }
@@ -527,6 +528,7 @@ mod tests {
             delta: 1e-7,
             l2: Lambda::Fixed(1.0 / 3.0),
             options: [("steps".to_owned(), 500.0)].into_iter().collect(),
+            map: None,
         };
         let flags = publish_flags("dp-sgd", &spec);
         let value = |flag: &str| {

@@ -37,9 +37,12 @@
 //! backoff_ms = 200                      # doubled after each attempt
 //! concurrency = 32                      # nodes contacted at once
 //!
-//! beta = 3.0                            # mirror-averaging temperature (Minami et al. 2015, eq.
-//! 15; ≥ e) seed = 1                              # the aggregator's own randomness: test split,
-//! visiting order test_fraction = 0.2                   # stratified test split of `data` …
+//! map = "agreed-map.toml"               # the agreed map (dpagg-aggregator map) the learners'
+//!                                       # rows go through [default: none, the schema's map]
+//!
+//! beta = 3.0                            # mirror-averaging temperature (eq. 15; ≥ e)
+//! seed = 1                              # the aggregator's own randomness: test split, order
+//! test_fraction = 0.2                   # stratified test split of `data` …
 //! # test_file = "test.csv"              # … or a separate test file (then all of `data` trains)
 //!
 //! train_on = "learners"                 # "synthetic": also pool each node's synthetic rows
@@ -245,6 +248,10 @@ pub struct Settings {
     /// A separate test file (same schema); then all own data trains.
     #[arg(long, env = "DPAGG_AGG_TEST_FILE")]
     pub test_file: Option<PathBuf>,
+    /// The agreed map (`dpagg-aggregator map` writes it) that the learners' rows go through:
+    /// asked for in the learner spec, so nodes must have published with the same file.
+    #[arg(long, env = "DPAGG_AGG_MAP")]
+    pub map: Option<PathBuf>,
     /// `learners` (mirror averaging), or `synthetic`: also ask each node for synthetic rows at
     /// the learners' ε (`mvn-synthetic-gaussian`), pool them with the own training rows, train a
     /// logistic regression and report it beside mirror averaging.
@@ -304,6 +311,7 @@ impl FileSettings for Settings {
             &mut self.out,
             &mut self.metrics_textfile,
             &mut self.test_file,
+            &mut self.map,
             &mut self.identity,
             &mut self.signing_keys,
         ]
@@ -340,6 +348,7 @@ impl Settings {
                 .check(POSITIVE, positive)?,
             seed: l.require("seed", |s| s.seed.take())?.value,
             test: test_set(&mut l)?,
+            map: l.get("map", |s| s.map.take()).map(|s| s.value),
             synthetic,
         })
     }
@@ -455,6 +464,7 @@ fn request(l: &mut Given<'_>, lambda: Lambda) -> Result<LearnerRequest, ConfigEr
             .check(PROBABILITY, probability)?,
         l2: lambda,
         options: options.value,
+        map: None,
     };
     Ok(LearnerRequest::Spec {
         spec,

@@ -18,10 +18,12 @@
 //! A new aggregator (combiner) belongs in `dpagg_shared::aggregate` and is called from
 //! [`protocol`]; a new acceptance check belongs in [`validate`].
 
+pub mod agreed;
 pub mod config;
 #[cfg(test)]
 mod config_fuzz;
 pub mod fetch;
+pub mod map_command;
 pub mod metrics;
 pub mod model;
 pub mod protocol;
@@ -41,6 +43,31 @@ use std::io::Write;
 pub enum Command {
     /// Collect the organisations' private learners and mirror-average them on own data.
     Run(Box<config::Settings>),
+    /// Make the agreed map from the own training rows and write it where the configuration's
+    /// `map` says, for the nodes to publish with (dpagg-node publish --map FILE).
+    Map {
+        /// The run's settings (data, schema, test split, seed and `map`, the file to write).
+        #[command(flatten)]
+        settings: Box<config::Settings>,
+        /// Directions of the subspace (0: centres and scales only, every feature) [default:
+        /// min(number of features, 4)].
+        #[arg(long)]
+        components: Option<usize>,
+        /// Send the map's statistics of your rows to the nodes as computed (they are your
+        /// rows: say so explicitly).
+        #[arg(
+            long,
+            conflicts_with = "map_epsilon",
+            required_unless_present = "map_epsilon"
+        )]
+        in_the_clear: bool,
+        /// Release them instead as (ε, δ)-DP moments of your map rows (Gaussian mechanism).
+        #[arg(long = "map-epsilon", requires = "map_delta")]
+        map_epsilon: Option<f64>,
+        /// δ of that release.
+        #[arg(long = "map-delta")]
+        map_delta: Option<f64>,
+    },
     /// Score the rows of a CSV with a run's model.json: predicted label, probability, margin.
     Predict {
         /// The model.json a run wrote.
@@ -72,6 +99,21 @@ impl Command {
     pub fn run(self, matches: &ArgMatches, out: &mut Out) -> Result<()> {
         match self {
             Self::Run(settings) => run(&settings.resolve(matches)?, out),
+            Self::Map {
+                settings,
+                components,
+                in_the_clear: _,
+                map_epsilon,
+                map_delta,
+            } => {
+                let release = match (map_epsilon, map_delta) {
+                    (Some(epsilon), Some(delta)) => {
+                        map_command::Release::Private { epsilon, delta }
+                    }
+                    _ => map_command::Release::Clear,
+                };
+                map_command::write(&settings.resolve(matches)?, components, release, out)
+            }
             Self::Predict {
                 model: path,
                 data,

@@ -28,7 +28,7 @@ use std::path::Path;
 pub const FORMAT: &str = "dpagg-model/1";
 
 /// What `predict` says about the map, in `model.json`'s `predict` field.
-const HOW: &str = "x = the schema's map of a raw row (features in `columns` order, intercept constant last), margin = <weights, x>, P(positive) = 1/(1 + exp(-margin)); margin >= 0 predicts label.positive";
+const HOW: &str = "x = the schema's map of a raw row (features in `columns` order, intercept constant last), followed, when learner_schema is present, by learner_schema's map of the same row; margin = <weights, x>, P(positive) = 1/(1 + exp(-margin)); margin >= 0 predicts label.positive";
 
 /// The contents of `model.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,10 +44,18 @@ pub struct ModelFile {
     pub weights: Vec<f64>,
     /// The label column and its two values.
     pub label: LabelSpec,
-    /// The public schema with every default written in: the complete map.
+    /// The public schema with every default written in: the complete map (with an agreed map,
+    /// the own model's block: the map's centres and scales on every feature).
     pub schema: Schema,
     /// Its fingerprint (checked by `predict`).
     pub schema_fingerprint: String,
+    /// With an agreed map that keeps a subspace: the learners' map (the schema with the agreed
+    /// map applied), whose columns follow `schema`'s in `columns` and `weights`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learner_schema: Option<Schema>,
+    /// Its fingerprint (checked by `predict`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learner_schema_fingerprint: Option<String>,
     /// Accuracy on the run's own test rows.
     pub test_accuracy: f64,
     /// When the run was made (RFC 3339).
@@ -59,11 +67,12 @@ pub struct ModelFile {
 }
 
 impl ModelFile {
-    /// The model of a run's report, with the schema its rows were mapped by.
-    pub fn of(report: &Report, schema: &Schema) -> Self {
-        let mut columns: Vec<String> = schema.features.iter().map(|f| f.name.clone()).collect();
-        if schema.intercept {
-            columns.push("(intercept)".into());
+    /// The model of a run's report, with the schema its rows were mapped by (and the learners'
+    /// schema, the second block, when there is one).
+    pub fn of(report: &Report, schema: &Schema, learners: Option<&Schema>) -> Self {
+        let mut columns = schema.columns();
+        if let Some(l) = learners {
+            columns.extend(l.columns().iter().map(|c| format!("agreed map: {c}")));
         }
         Self {
             format: FORMAT.into(),
@@ -73,6 +82,8 @@ impl ModelFile {
             label: schema.label.clone(),
             schema: schema.clone(),
             schema_fingerprint: schema.fingerprint(),
+            learner_schema: learners.cloned(),
+            learner_schema_fingerprint: learners.map(Schema::fingerprint),
             test_accuracy: report.final_model.test_accuracy,
             generated_at: report.generated_at.clone(),
             predict: HOW.into(),
@@ -80,9 +91,9 @@ impl ModelFile {
         }
     }
 
-    /// Reads and checks `path`: its format, its schema (valid, matching the fingerprint) and
+    /// Reads and checks `path`: its format, its schemas (valid, matching their fingerprints) and
     /// the number of weights.
-    pub fn load(path: &Path) -> Result<(Self, Schema)> {
+    pub fn load(path: &Path) -> Result<(Self, Schema, Option<Schema>)> {
         let origin = path.display().to_string();
         let text = std::fs::read(path).with_context(|| format!("{origin}: cannot read"))?;
         let model: ModelFile = serde_json::from_slice(&text)
@@ -100,15 +111,27 @@ impl ModelFile {
         if schema.fingerprint() != model.schema_fingerprint {
             bail!("{origin}: the schema does not match schema_fingerprint (was the file edited?)");
         }
-        if model.weights.len() != schema.dim() || model.weights.iter().any(|w| !w.is_finite()) {
+        let learners = match (&model.learner_schema, &model.learner_schema_fingerprint) {
+            (None, None) => None,
+            (Some(l), Some(fp)) => {
+                let l = l.clone().validated(&format!("{origin}: learner_schema"))?;
+                if &l.fingerprint() != fp {
+                    bail!(
+                        "{origin}: learner_schema does not match learner_schema_fingerprint (was the file edited?)"
+                    );
+                }
+                Some(l)
+            }
+            _ => bail!("{origin}: learner_schema and learner_schema_fingerprint go together"),
+        };
+        let dim = schema.dim() + learners.as_ref().map_or(0, Schema::dim);
+        if model.weights.len() != dim || model.weights.iter().any(|w| !w.is_finite()) {
             bail!(
-                "{origin}: weights: {} finite numbers expected (the schema's {} columns), found {}",
-                schema.dim(),
-                schema.dim(),
+                "{origin}: weights: {dim} finite numbers expected (the schemas' {dim} columns), found {}",
                 model.weights.len()
             );
         }
-        Ok((model, schema))
+        Ok((model, schema, learners))
     }
 
     /// `model.json`'s bytes.
@@ -125,11 +148,15 @@ pub fn predict(
     out_path: Option<&Path>,
     out: &mut Out,
 ) -> Result<()> {
-    let (model, schema) = ModelFile::load(model_path)?;
+    let (model, schema, learners) = ModelFile::load(model_path)?;
     if let Some(p) = out_path {
         check_writable(p)?;
     }
     let (rows, labels, _) = load_rows(data, &schema)?;
+    let rows = match &learners {
+        None => rows,
+        Some(l) => rows.side_by_side(&load_rows(data, l)?.0),
+    };
     let mut csv = String::from("row,predicted,probability,margin\n");
     let mut right = 0usize;
     for i in 0..rows.len() {

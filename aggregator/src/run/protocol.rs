@@ -10,19 +10,24 @@
 //! organisation's data (Minami et al. 2015, Proposition 4.1). The aggregator's own records are
 //! never sent anywhere; the report holds accuracies on its own test split.
 
+use crate::run::agreed::{OwnViews, Records};
 use crate::run::config::{LearnerRequest, RunConfig, Security, TestSet};
 use crate::run::fetch::{Client, NodeOutcome, fetch_all, max_reply_bytes};
-use crate::run::report::{Accuracies, FinalView, NodeReport, Report, split_warnings};
+use crate::run::report::{Accuracies, FinalView, MapView, NodeReport, Report, split_warnings};
 use crate::run::screen::{Accepted, screen};
 use crate::run::synthetic::train_on_synthetic;
 use crate::run::trust::Trust;
 use crate::run::validate::Context as Check;
 use anyhow::{Context, Result, bail};
 use dpagg_shared::aggregate::MirrorAveraging;
-use dpagg_shared::aggregate::select::{Candidate, FinalModel, SelectionConfig, choose_final};
-use dpagg_shared::data::csv::load_csv;
+use dpagg_shared::aggregate::select::{
+    Candidate, FinalModel, SelectionConfig, choose_final_scored,
+};
+use dpagg_shared::data::agreed_map::AgreedMap;
+use dpagg_shared::data::csv::load_csv_with_raw;
 use dpagg_shared::data::partition::proportional_split;
 use dpagg_shared::data::schema::Schema;
+use dpagg_shared::privacy::mechanism::LearnerSpec;
 use dpagg_shared::privacy::noise::derived_rng;
 use dpagg_shared::util::time::{now_ms, rfc3339};
 use dpagg_shared::{Dataset, LinearClassifier};
@@ -31,15 +36,38 @@ use std::path::Path;
 /// The aggregator's own data, split.
 struct OwnData {
     schema: Schema,
-    train: Dataset,
-    test: Dataset,
+    train: Records,
+    test: Records,
 }
 
-fn load(path: &Path, schema: &Schema) -> Result<Dataset> {
-    let (data, report) = load_csv(path, schema)?;
+/// The records of `path` (raw values, NaN where missing) and their labels.
+fn load(path: &Path, schema: &Schema) -> Result<Records> {
+    let (_, raw, report) = load_csv_with_raw(path, schema)?;
     // Counts only, and only in the local log (invariant 2).
     tracing::info!(file = %path.display(), rows = report.rows, clipped = report.total_clipped(), "loaded own data");
-    Ok(data)
+    Ok(Records {
+        rows: raw.records(),
+        positive: raw.positive,
+    })
+}
+
+/// A stratified `fraction` of `data` as the test set, the rest as the training set: the rows
+/// [`proportional_split`] deals, drawn on the indices with the labels (it reads only those and
+/// the random stream).
+fn split(data: &Records, fraction: f64, seed: u64) -> Result<(Records, Records)> {
+    let labels = data.positive.iter().map(|&p| if p { 1.0 } else { -1.0 });
+    let index = Dataset::new(
+        (0..data.rows.len()).map(|i| i as f64).collect(),
+        labels.collect(),
+        1,
+    );
+    let (test, train) = proportional_split(&index, fraction, &mut derived_rng(seed, &[1]))?;
+    let rows = |d: &Dataset| {
+        (0..d.len())
+            .map(|i| d.row(i)[0] as usize)
+            .collect::<Vec<_>>()
+    };
+    Ok((data.subset(&rows(&train)), data.subset(&rows(&test))))
 }
 
 fn own_data(config: &RunConfig) -> Result<OwnData> {
@@ -49,20 +77,15 @@ fn own_data(config: &RunConfig) -> Result<OwnData> {
     let data = load(&config.data, &schema)?;
     let (train, test) = match &config.test {
         TestSet::File(path) => (data, load(path, &schema)?),
-        TestSet::Fraction(f) => {
-            let mut rng = derived_rng(config.seed, &[1]);
-            let (test, train) = proportional_split(&data, *f, &mut rng).with_context(|| {
-                format!("{}: cannot split off a test set", config.data.display())
-            })?;
-            (train, test)
-        }
+        TestSet::Fraction(f) => split(&data, *f, config.seed)
+            .with_context(|| format!("{}: cannot split off a test set", config.data.display()))?,
     };
-    if train.is_empty() || test.is_empty() {
+    if train.rows.is_empty() || test.rows.is_empty() {
         bail!(
             "{}: too few rows for a training and a test set ({} and {})",
             config.data.display(),
-            train.len(),
-            test.len()
+            train.rows.len(),
+            test.rows.len()
         );
     }
     Ok(OwnData {
@@ -70,6 +93,28 @@ fn own_data(config: &RunConfig) -> Result<OwnData> {
         train,
         test,
     })
+}
+
+/// The public schema and the own training records, as a run splits them.
+pub(crate) fn own_data_records(config: &RunConfig) -> Result<(Schema, Records)> {
+    let own = own_data(config)?;
+    Ok((own.schema, own.train))
+}
+
+/// The own rows under the run's maps (the agreed map of `config.map`, if any).
+pub(crate) fn own_views(config: &RunConfig) -> Result<(Schema, OwnViews, Records)> {
+    let own = own_data(config)?;
+    if config.map.is_some() && config.synthetic.is_some() {
+        bail!(
+            "map and train_on = \"synthetic\" cannot be combined: synthetic rows are in the schema's own units"
+        );
+    }
+    let map = match &config.map {
+        None => None,
+        Some(path) => Some(AgreedMap::load(path)?),
+    };
+    let views = OwnViews::new(&own.schema, map, &own.train, &own.test, config.seed)?;
+    Ok((own.schema, views, own.train))
 }
 
 /// How the aggregator reaches nodes: mutual TLS with its identity folder, or plain text; replies
@@ -158,15 +203,18 @@ fn node_reports(
 
 /// Runs the whole protocol and returns the report (nothing is written).
 pub async fn execute(config: &RunConfig) -> Result<Report> {
-    let own = own_data(config)?;
-    let client = client(&config.security, own.schema.dim())?;
-    let mut outcomes = fetch_all(&config.nodes, &config.request, config.network, &client).await;
-    let fingerprint = own.schema.fingerprint();
+    let (public, own, _) = own_views(config)?;
+    let client = client(&config.security, own.learners.dim())?;
+    let request = with_map(&config.request, own.map.as_ref());
+    let mut outcomes = fetch_all(&config.nodes, &request, config.network, &client).await;
+    let fingerprint = own.learners.fingerprint();
+    let public_fingerprint = public.fingerprint();
     let check = Check {
-        dim: own.schema.dim(),
+        dim: own.learners.dim(),
         fingerprint: &fingerprint,
+        public_fingerprint: &public_fingerprint,
         accept: config.accept,
-        request: &config.request,
+        request: &request,
     };
     let accepted = screen(&mut outcomes, &check, &Trust::new(&config.security));
     log_exclusions(&outcomes);
@@ -174,19 +222,20 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
     MirrorAveraging::new(config.beta)?.warn_if_uncovered();
     let experts: Vec<LinearClassifier> = accepted
         .iter()
-        .map(|a| a.learner.classifier().clone())
+        .map(|a| own.expert(a.learner.classifier()))
         .collect();
     let selection = SelectionConfig {
         beta: config.beta,
         seed: config.seed,
+        own_columns: own.own_columns,
         ..SelectionConfig::default()
     };
-    let fin = choose_final(&experts, &own.train, &selection)
+    let fin = choose_final_scored(&experts, &own.train, &selection, own.scored.as_deref())
         .context("cannot build the final model on the aggregator's own training rows")?;
     let warnings = split_warnings(&own.train, &own.test);
     warnings.iter().for_each(|w| tracing::info!("{w}"));
 
-    let nodes = node_reports(&outcomes, &accepted, &fin, &own.test);
+    let nodes = node_reports(&outcomes, &accepted, &fin, &own.test_learners);
     let accuracy = |c: Candidate| fin.model(c).accuracy(&own.test);
     let own_weight = fin.mixing_weights_with_own.last().copied().unwrap_or(0.0);
     let synthetic = match &config.synthetic {
@@ -199,7 +248,7 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
                 &client,
                 &Trust::new(&config.security),
                 &config.accept,
-                &own.schema,
+                &own.learners,
                 &own.train,
                 &own.test,
                 config.seed,
@@ -210,8 +259,8 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
     };
     Ok(Report {
         generated_at: rfc3339(now_ms()),
-        request: describe_request(&config.request),
-        schema_fingerprint: fingerprint,
+        request: describe_request(&request),
+        schema_fingerprint: public_fingerprint,
         beta: config.beta,
         l2: fin.local_lambda,
         seed: config.seed,
@@ -226,11 +275,28 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         warnings,
         nodes,
         synthetic,
+        agreed_map: own.map.as_ref().map(|m| MapView::new(m, &own)),
         signed_by: None,
         signature: None,
-        schema: Some(own.schema),
+        schema: Some(own.own.clone()),
+        learner_schema: own.own_columns.map(|_| own.learners.clone()),
     }
     .with_summary())
+}
+
+/// The request with the agreed map in its spec (a latest request is left as it is: the
+/// learners' fingerprints must still be those of the map).
+fn with_map(request: &LearnerRequest, map: Option<&AgreedMap>) -> LearnerRequest {
+    match (request, map) {
+        (LearnerRequest::Spec { spec, publish }, Some(m)) => LearnerRequest::Spec {
+            spec: LearnerSpec {
+                map: Some(m.clone()),
+                ..spec.clone()
+            },
+            publish: *publish,
+        },
+        _ => request.clone(),
+    }
 }
 
 fn describe_request(r: &LearnerRequest) -> String {

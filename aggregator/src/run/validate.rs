@@ -144,10 +144,13 @@ pub const MAX_WEIGHT_NORM: f64 = 1e6;
 /// What the aggregator checks a learner against.
 #[derive(Debug, Clone)]
 pub struct Context<'a> {
-    /// The schema's dimension.
+    /// The dimension of the learners' rows (the schema's, or the agreed map's).
     pub dim: usize,
-    /// The schema's fingerprint.
+    /// The fingerprint learners must carry: the schema's, or the schema with the agreed map
+    /// applied.
     pub fingerprint: &'a str,
+    /// The public schema's fingerprint, which every node must describe.
+    pub public_fingerprint: &'a str,
     /// The policy.
     pub accept: Acceptance,
     /// What was asked for.
@@ -258,11 +261,14 @@ fn check_provenance(
 ) -> Result<(), Violation> {
     let m = p.metadata();
     if cx.accept.schema_must_match {
-        for theirs in [p.schema_fingerprint.as_str(), described_fingerprint] {
-            if theirs != cx.fingerprint {
+        for (theirs, ours) in [
+            (p.schema_fingerprint.as_str(), cx.fingerprint),
+            (described_fingerprint, cx.public_fingerprint),
+        ] {
+            if theirs != ours {
                 return Err(Violation::SchemaMismatch {
                     theirs: theirs.to_owned(),
-                    ours: cx.fingerprint.to_owned(),
+                    ours: ours.to_owned(),
                 });
             }
         }
@@ -337,6 +343,7 @@ mod tests {
                     lambda: 0.01,
                     options: Default::default(),
                     lambda_auto: false,
+                    map: None,
                 }),
                 ..Default::default()
             }),
@@ -352,6 +359,7 @@ mod tests {
             &Context {
                 dim: 3,
                 fingerprint: FP,
+                public_fingerprint: FP,
                 accept: accept(),
                 request: &r,
             },
@@ -451,6 +459,7 @@ mod tests {
         let cx = Context {
             dim: 3,
             fingerprint: FP,
+            public_fingerprint: FP,
             accept: accept(),
             request: &r,
         };
@@ -465,6 +474,7 @@ mod tests {
         let cx = Context {
             dim: 3,
             fingerprint: FP,
+            public_fingerprint: FP,
             accept: accept(),
             request: &r,
         };

@@ -118,6 +118,10 @@ pub enum PublishError {
     /// A data release failed after reading the data: the charge stands.
     #[error("{0}; nothing was released, and the charge stands")]
     DataFailedCharged(DataReleaseError),
+    /// The spec's agreed map does not fit this node's schema or holds an invalid constant
+    /// (refused before any charge: the decision reads only the map and the public schema).
+    #[error("the spec's agreed map: {0} (nothing was charged)")]
+    Map(#[from] dpagg_shared::data::agreed_map::MapError),
 }
 
 /// Whether a training failure is a function of public quantities only (the spec, n and d, which

@@ -48,6 +48,7 @@ impl LearnerArgs {
             delta: self.delta,
             l2: self.lambda,
             options: self.options(),
+            map: None,
         }
     }
 }

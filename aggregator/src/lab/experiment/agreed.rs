@@ -19,21 +19,16 @@
 //! [`SelectionConfig::own_columns`]: dpagg_shared::aggregate::select::SelectionConfig
 
 use super::scenarios::Split;
+use crate::run::map_command::private_summaries;
 use anyhow::{Context, Result};
-use dpagg_shared::data::agreed_map::{AgreedMap, Components, Summaries, derive, derive_split};
+use dpagg_shared::data::agreed_map::{AgreedMap, Components, Summaries, derive, from_own_rows};
 use dpagg_shared::data::dataset::Dataset;
-use dpagg_shared::data::schema::{FeatureSpec, Schema};
+use dpagg_shared::data::schema::Schema;
 use dpagg_shared::learn::classifier::LinearClassifier;
 use dpagg_shared::privacy::noise::NoiseSource;
-use dpagg_shared::privacy::statistics::moments::{MomentNoise, MomentsParams, MomentsPlan};
-use rand::seq::SliceRandom;
 
 /// δ of each node's moments release under `pooled`.
 pub(super) const POOLED_DELTA: f64 = 1e-6;
-
-/// The share of the aggregator's own training rows whose labels choose the subspace (the
-/// *map rows*); the final model's evidence is read on the others.
-pub(super) const MAP_ROWS: f64 = 0.5;
 
 /// How the learners' rows are mapped (`--map`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -87,19 +82,7 @@ impl Records {
 
     /// The records mapped by `schema`.
     pub(super) fn mapped(&self, schema: &Schema) -> Dataset {
-        let dim = schema.dim();
-        let mut x = Vec::with_capacity(self.rows.len() * dim);
-        let mut out = vec![0.0; dim];
-        for row in &self.rows {
-            schema.normalise_row(row, &mut out);
-            x.extend_from_slice(&out);
-        }
-        let y = self
-            .positive
-            .iter()
-            .map(|&p| if p { 1.0 } else { -1.0 })
-            .collect();
-        Dataset::new(x, y, dim)
+        AgreedMap::rows(schema, &self.rows, &self.positive)
     }
 }
 
@@ -173,8 +156,7 @@ impl Views {
             Some(0) => Components::All,
             Some(k) => Components::Subspace(k.min(p)),
         };
-        let mut scored = None;
-        let (map, learner_share) = match plan.choice {
+        let (map, learner_share, scored) = match plan.choice {
             MapChoice::Pooled => {
                 let summaries = pooled(raw, epsilon * plan.share, &noise_seed)?;
                 let source = format!(
@@ -182,24 +164,19 @@ impl Views {
                     raw.nodes.len(),
                     epsilon * plan.share
                 );
-                (
-                    derive(schema, &summaries, components, &source)?,
-                    1.0 - plan.share,
-                )
+                let map = derive(schema, &summaries, components, &source)?;
+                (map, 1.0 - plan.share, None)
             }
-            _ if components == Components::All => (
-                derive(schema, &own_summaries, components, "own rows, in the clear")?,
-                1.0,
-            ),
             _ => {
-                let marks = map_rows(&raw.own.positive, split_seed);
-                let chosen: Vec<usize> = (0..marks.len()).filter(|&i| marks[i]).collect();
-                let labelled = raw.own.subset(&chosen);
-                let labelled = Summaries::of_records(schema, &labelled.rows, &labelled.positive);
-                scored = Some(marks.iter().map(|m| !m).collect());
-                let source = "own rows, in the clear";
-                let map = derive_split(schema, &own_summaries, &labelled, components, source)?;
-                (map, 1.0)
+                let own = from_own_rows(
+                    schema,
+                    &raw.own.rows,
+                    &raw.own.positive,
+                    components,
+                    split_seed,
+                )?;
+                let scored = own.scored();
+                (own.map, 1.0, scored)
             }
         };
         let learner_schema = map.apply(schema)?;
@@ -254,67 +231,24 @@ impl Views {
     }
 }
 
-/// The map rows among the own rows (`MAP_ROWS` of each class, drawn from `seed`).
-fn map_rows(positive: &[bool], seed: u64) -> Vec<bool> {
-    let mut marks = vec![false; positive.len()];
-    let mut rng = dpagg_shared::privacy::noise::derived_rng(seed, &[]);
-    for class in [true, false] {
-        let mut rows: Vec<usize> = (0..positive.len())
-            .filter(|&i| positive[i] == class)
-            .collect();
-        rows.shuffle(&mut rng);
-        let take = (rows.len() as f64 * MAP_ROWS).round() as usize;
-        for &i in &rows[..take] {
-            marks[i] = true;
-        }
-    }
-    marks
-}
-
 /// The nodes' moments (Gaussian mechanism at (`epsilon`, [`POOLED_DELTA`]), seeded noise: a
 /// simulation) of their transformed values, pooled.
 fn pooled(raw: &RawSplit, epsilon: f64, noise_seed: &impl Fn(u64) -> u64) -> Result<Summaries> {
-    let schema = &raw.schema;
-    let features: Vec<FeatureSpec> = schema
-        .features
+    let parts = raw
+        .nodes
         .iter()
-        .map(|f| FeatureSpec::bounded(f.name.clone(), f.transform(f.lo), f.transform(f.hi)))
-        .collect();
-    let mut parts = Vec::with_capacity(raw.nodes.len());
-    for (k, node) in raw.nodes.iter().enumerate() {
-        let values: Vec<Vec<f64>> = node
-            .rows
-            .iter()
-            .map(|row| {
-                schema
-                    .features
-                    .iter()
-                    .zip(row)
-                    .zip(&features)
-                    .map(|((f, &v), t)| {
-                        if v.is_nan() {
-                            t.lo / 2.0 + t.hi / 2.0
-                        } else {
-                            f.transform(v.clamp(f.lo, f.hi))
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
-        let plan = MomentsPlan::new(
-            &features,
-            MomentsParams {
-                noise: MomentNoise::Gaussian,
-                epsilon,
-                delta: POOLED_DELTA,
-                max_rows: values.len().max(1),
-            },
-        )?;
-        let mut noise = NoiseSource::seeded(noise_seed(k as u64));
-        let release = plan
-            .release(&values, &node.positive, &mut noise)
-            .context("a node's moments")?;
-        parts.push(release.summaries());
-    }
+        .enumerate()
+        .map(|(k, node)| {
+            let mut noise = NoiseSource::seeded(noise_seed(k as u64));
+            private_summaries(
+                &raw.schema,
+                &node.rows,
+                &node.positive,
+                (epsilon, POOLED_DELTA),
+                &mut noise,
+            )
+            .context("a node's moments")
+        })
+        .collect::<Result<Vec<_>>>()?;
     Summaries::pool(&parts).context("no node to pool")
 }

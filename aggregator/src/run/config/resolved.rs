@@ -116,6 +116,8 @@ pub struct RunConfig {
     pub seed: u64,
     /// Test set.
     pub test: TestSet,
+    /// The agreed map file the learners' rows go through, if any.
+    pub map: Option<PathBuf>,
     /// `--train-on synthetic`: the synthetic data to ask for.
     pub synthetic: Option<SyntheticRequest>,
 }

@@ -6,6 +6,7 @@
 //! Every string that came from a node (organisation id, reasons) is escaped in the HTML: a node
 //! must not be able to inject markup into the aggregator's report.
 
+pub use crate::run::agreed::MapView;
 use crate::run::fetch::{MAX_TEXT, NodeOutcome, clean};
 use crate::run::model::ModelFile;
 use crate::run::synthetic::SyntheticView;
@@ -167,6 +168,9 @@ pub struct Report {
     /// `--train-on synthetic`: the pooled synthetic rows and the model trained on them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub synthetic: Option<SyntheticView>,
+    /// The agreed map the learners' rows went through, when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agreed_map: Option<MapView>,
     /// The aggregator's organisation (from its certificate), when it signs the report.
     pub signed_by: Option<String>,
     /// The aggregator's signature over this report (`dpagg-aggregator verify`; see
@@ -175,6 +179,10 @@ pub struct Report {
     /// The schema the own rows were mapped by (written into `model.json`, not the report).
     #[serde(skip)]
     pub schema: Option<Schema>,
+    /// With an agreed map that keeps a subspace: the learners' schema, the final model's second
+    /// block of columns (written into `model.json`).
+    #[serde(skip)]
+    pub learner_schema: Option<Schema>,
 }
 
 /// What the final model says in words about its privacy.
@@ -446,7 +454,7 @@ impl Report {
             .schema
             .as_ref()
             .context("the report has no schema to write model.json with")?;
-        let model = ModelFile::of(self, schema).to_json()?;
+        let model = ModelFile::of(self, schema, self.learner_schema.as_ref()).to_json()?;
         for (name, bytes) in [
             ("report.json", json),
             ("model.json", model),

@@ -63,9 +63,11 @@ fn node_strings_are_escaped_in_html() {
             release_protobuf: None,
         }],
         synthetic: None,
+        agreed_map: None,
         signed_by: None,
         signature: None,
         schema: None,
+        learner_schema: None,
     }
     .with_summary();
     let html = report.html();
@@ -85,7 +87,7 @@ fn node_strings_are_escaped_in_html() {
         "t.toml",
     )
     .expect("schema");
-    let model = ModelFile::of(&report, &schema);
+    let model = ModelFile::of(&report, &schema, None);
     assert_eq!(
         (model.weights[0], model.candidate.as_str()),
         (1.0, "stacking")

@@ -27,15 +27,18 @@
 //! spec's identity and of the signed release metadata, and the learner's schema fingerprint is
 //! that of the schema with the map applied ([`AgreedMap::apply`]), which `model.json` records.
 
+use crate::data::dataset::Dataset;
 use crate::data::normalise::{MapMode, Normalisation, Subspace, Transform};
 use crate::data::schema::{MapNote, Schema, SchemaError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 pub mod derive;
+pub mod own;
 pub mod summaries;
 
-pub use derive::{Components, derive, derive_split};
+pub use derive::{Components, DEFAULT_COMPONENTS, derive, derive_split};
+pub use own::{OwnMap, from_own_rows};
 pub use summaries::{ClassSummary, Summaries};
 
 /// The `format` of a map file this version writes and reads.
@@ -43,6 +46,9 @@ pub const FORMAT: &str = "dpagg-map/1";
 
 /// Most features or components a map may hold (a wire message's bound).
 pub const MAX_FEATURES: usize = 4096;
+
+/// Longest `source` text a map may carry.
+pub const MAX_SOURCE: usize = 500;
 
 /// One feature's constants.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -152,6 +158,11 @@ impl AgreedMap {
         if schema.mode() != MapMode::Ball {
             return Err(MapError::NotBall(schema.name.clone()));
         }
+        if self.source.chars().count() > MAX_SOURCE || self.source.chars().any(char::is_control) {
+            return Err(MapError::Features(format!(
+                "the map's source must be one line of at most {MAX_SOURCE} characters"
+            )));
+        }
         let ours = schema.fingerprint();
         if self.schema != ours {
             return Err(MapError::OtherSchema {
@@ -202,6 +213,24 @@ impl AgreedMap {
             row_scale: crate::data::normalise::DEFAULT_ROW_SCALE_KAPPA / p.sqrt(),
             ..self.clone()
         }
+    }
+
+    /// `records` (raw values in schema order, NaN where missing) with labels `positive`,
+    /// mapped by `schema` — the public schema with this map applied ([`AgreedMap::apply`]):
+    /// one record at a time, so replacing a record changes one row.
+    pub fn rows(schema: &Schema, records: &[Vec<f64>], positive: &[bool]) -> Dataset {
+        let dim = schema.dim();
+        let mut x = Vec::with_capacity(records.len() * dim);
+        let mut out = vec![0.0; dim];
+        for row in records {
+            schema.normalise_row(row, &mut out);
+            x.extend_from_slice(&out);
+        }
+        let y = positive
+            .iter()
+            .map(|&p| if p { 1.0 } else { -1.0 })
+            .collect();
+        Dataset::new(x, y, dim)
     }
 
     /// k, when the map keeps a subspace.

@@ -3,6 +3,7 @@
 //! of a stored release), the aggregator (what it requests and checks) and the lab.
 
 use super::{Lambda, Mechanism, MechanismError, MechanismKind, Options};
+use crate::data::agreed_map::AgreedMap;
 use crate::util::num::Num;
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +35,10 @@ pub struct LearnerSpec {
     /// Mechanism options by name (absent in specs stored before options existed).
     #[serde(default)]
     pub options: Options,
+    /// The agreed map the rows go through before training (absent: the schema's own map; left
+    /// out of the stored form then, so specs without one keep their identity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map: Option<AgreedMap>,
 }
 
 impl LearnerSpec {
@@ -45,6 +50,7 @@ impl LearnerSpec {
             delta,
             l2: l2.into(),
             options: Options::new(),
+            map: None,
         }
     }
 
@@ -61,8 +67,13 @@ impl LearnerSpec {
             .iter()
             .map(|(k, v)| format!(" {k} = {}", Num(*v)))
             .collect();
+        let map = match self.map.as_ref().and_then(AgreedMap::components) {
+            Some(k) => format!(" map = agreed ({k} components)"),
+            None if self.map.is_some() => " map = agreed".to_owned(),
+            None => String::new(),
+        };
         format!(
-            "{} ε = {} δ = {} λ = {}{options}",
+            "{} ε = {} δ = {} λ = {}{options}{map}",
             self.kind.name(),
             Num(self.epsilon),
             Num(self.delta),
