@@ -3,7 +3,9 @@
 # the `<!-- ci: own-data -->` marker, in order, from the repository root. Then checks what the page
 # promises: `predict` on the run's test file reproduces the report's test accuracy exactly, and the
 # page's Python snippet (after `<!-- ci: predict.py -->`, numpy only, in a throw-away virtualenv)
-# reproduces `predict`'s probabilities and margins to 1e-12. Nodes left behind are stopped on exit.
+# reproduces `predict`'s probabilities and margins to 1e-12, on the run's model and on the same
+# model weighing both of its maps (the clinic's own and the agreed one). Nodes left behind are
+# stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 page=docs/own-data.md
@@ -37,12 +39,14 @@ if said != report:
 print(f"predict reproduces the report's test accuracy exactly: {said!r}")
 PY
 
-# The page's Python snippet reproduces predict to 1e-12.
+# The page's Python snippet reproduces predict to 1e-12: on the run's model, and on the same
+# model with random weights on every column, so that both maps count (the run's final model may
+# weigh only the clinic's own block).
 printf '%s\n' "$snippet" > "$work/predict.py"
 python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install -q --disable-pip-version-check "numpy>=1.26,<3"
-"$work/venv/bin/python" "$work/predict.py" owndata/report/model.json owndata/clinic-heldout.csv > "$work/python.csv"
-python3 - owndata/scores.csv "$work/python.csv" <<'PY'
+compare() {
+  python3 - "$1" "$2" <<'PY'
 import csv, sys
 ours = list(csv.reader(open(sys.argv[1])))[1:]
 theirs = list(csv.reader(open(sys.argv[2])))
@@ -58,4 +62,19 @@ if worst > 1e-12:
     sys.exit(f"the snippet differs from predict by {worst:.3e} (> 1e-12)")
 print(f"the Python snippet reproduces predict on {len(ours)} rows (largest difference {worst:.1e})")
 PY
+}
+"$work/venv/bin/python" "$work/predict.py" owndata/report/model.json owndata/clinic-heldout.csv > "$work/python.csv"
+compare owndata/scores.csv "$work/python.csv"
+python3 - owndata/report/model.json "$work/both.json" <<'PY'
+import json, random, sys
+model = json.load(open(sys.argv[1]))
+if not model.get("learner_schema", {}).get("subspace"):
+    sys.exit("model.json has no agreed map with a subspace: the page's map step did not reach it")
+random.seed(1)
+model["weights"] = [random.uniform(-3, 3) for _ in model["weights"]]
+json.dump(model, open(sys.argv[2], "w"))
+PY
+target/release/dpagg-aggregator predict --model "$work/both.json" --data owndata/clinic-heldout.csv --out "$work/both.csv" >/dev/null
+"$work/venv/bin/python" "$work/predict.py" "$work/both.json" owndata/clinic-heldout.csv > "$work/python-both.csv"
+compare "$work/both.csv" "$work/python-both.csv"
 echo "docs/own-data.md: six steps run, predict and the Python snippet agree"

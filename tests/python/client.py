@@ -2,8 +2,9 @@
 
 It reads only the contract (proto/dpagg/v1/node.proto, compiled with grpcio-tools by run.sh):
 connect with mutual TLS (the federation's CA and a client certificate from `dpagg-node certs`),
-Describe the node, fetch its newest learner, check its Ed25519 signature by re-encoding the release
-exactly as the proto documents (message ReleaseSignature) and verifying it with the organisation's
+Describe the node, fetch its newest learner (trained under an agreed map) and one by its spec
+(without), check their Ed25519 signatures by re-encoding each release exactly as the proto
+documents (message ReleaseSignature) and verifying it with the organisation's
 public key, check the learner against the same acceptance rules the Rust aggregator applies
 (dimension, finite weights, guarantee within a policy, schema fingerprint, not seeded, proven), and
 check that an unknown spec gets a typed NOT_FOUND. It exits non-zero, with one line on stderr, if
@@ -87,6 +88,28 @@ def canonical_release(organisation_id: str, learner) -> bytes:
         scalar(getattr(m.spec, "lambda"))
         mapping(m.spec.options)
         boolean(m.spec.lambda_auto)
+        if m.spec.HasField("map"):
+            agreed = m.spec.map
+            out.append(1)
+            text(agreed.schema_fingerprint)
+            text(agreed.source)
+            scalar(agreed.row_scale)
+            scalar(agreed.intercept_value)
+            u64(len(agreed.features))
+            for f in agreed.features:
+                text(f.name)
+                text(f.transform)
+                if f.HasField("unit"):
+                    out.append(1)
+                    f64(f.unit)
+                else:
+                    out.append(0)
+                scalar(f.center)
+                scalar(f.scale)
+            out.extend(struct.pack(">I", agreed.components))
+            u64(len(agreed.directions))
+            for v in agreed.directions:
+                f64(v)
     else:
         out.append(0)
     out.append(0 if not m.HasField("proven") else (2 if m.proven else 1))
@@ -165,6 +188,14 @@ def main() -> None:
         try:
             described = stub.Describe(node_pb2.DescribeRequest(), timeout=10)
             learner = stub.GetLearner(node_pb2.GetLearnerRequest(latest=True), timeout=10)
+            plain = stub.GetLearner(
+                node_pb2.GetLearnerRequest(
+                    spec=node_pb2.LearnerSpec(
+                        mechanism="objective-perturbation", epsilon=1.0, lambda_auto=True
+                    )
+                ),
+                timeout=10,
+            )
         except grpc.RpcError as e:
             fail(f"{args.address}: {e.code().name}: {e.details()}")
         data = stub.GetData(
@@ -190,6 +221,9 @@ def main() -> None:
                 fail(f"expected NOT_FOUND, got {e.code().name}")
 
     key_id = check_signature(described.organisation_id, learner, public_hex)
+    check_signature(described.organisation_id, plain, public_hex)
+    if plain.metadata.schema_fingerprint != described.schema_fingerprint:
+        fail("the learner without a map was trained under another schema than the node's")
     m = learner.metadata
     dim = len(learner.weights)
     if dim != m.dim:
@@ -198,7 +232,16 @@ def main() -> None:
         fail("non-finite weight")
     if not (0 <= m.epsilon <= args.max_epsilon and 0 <= m.delta <= args.max_delta):
         fail(f"over policy: ε = {m.epsilon}, δ = {m.delta}")
-    if m.schema_fingerprint != described.schema_fingerprint:
+    if m.spec.HasField("map"):
+        # Trained under an agreed map: made for the node's schema, and the learner's schema is
+        # the node's with the map applied (its own fingerprint and k + 1 columns).
+        agreed = m.spec.map
+        if agreed.schema_fingerprint != described.schema_fingerprint:
+            fail("the learner's agreed map was made for another schema than the node's")
+        columns = agreed.components or len(agreed.features)
+        if dim != columns + 1:
+            fail(f"{dim} weights under an agreed map of {columns} columns plus the intercept")
+    elif m.schema_fingerprint != described.schema_fingerprint:
         fail("the learner's schema differs from the node's")
     if m.seeded:
         fail("seeded release: no privacy")

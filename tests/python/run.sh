@@ -2,7 +2,8 @@
 # Checks the gRPC contract from another language: compiles proto/dpagg/v1/node.proto with
 # grpcio-tools (from PyPI, into a throw-away virtualenv, with `cryptography` for Ed25519), makes a
 # development federation (`dpagg-node certs init`), starts a real dpagg-node that has published
-# one learner and one data release (histograms) and serves mutual TLS, and runs client.py against
+# one learner, one data release (histograms) and one learner under an agreed map
+# (`dpagg-aggregator map`), and serves mutual TLS, and runs client.py against
 # it with a client certificate; the client verifies both signatures. Needs python3 and the release binaries (built here if
 # missing).
 set -euo pipefail
@@ -15,7 +16,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cargo build --release -q -p dpagg-node --manifest-path "$root/Cargo.toml"
+cargo build --release -q -p dpagg-node -p dpagg-aggregator --manifest-path "$root/Cargo.toml"
 python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install -q --disable-pip-version-check grpcio==1.* grpcio-tools==1.* "cryptography>=42"
 "$work/venv/bin/python" -m grpc_tools.protoc -I "$root/proto" --python_out="$work" \
@@ -28,6 +29,11 @@ common=(--organisation-id py-org --data "$work/org.csv" --schema "$root/data/dia
   --state-dir "$work/state" --epsilon-total 5 --delta-total 1e-5 --identity "$work/fed/py-org")
 "$node" publish "${common[@]}" --mechanism objective-perturbation --epsilon 1 >/dev/null
 "$node" publish-data "${common[@]}" --kind histogram --epsilon 0.5 --option bins=4 >/dev/null
+# The newest learner is trained under an agreed map (its spec carries the map's constants).
+"$root/target/release/dpagg-aggregator" map --data "$work/org.csv" \
+  --schema "$root/data/diabetes.schema.toml" --map "$work/map.toml" --in-the-clear >/dev/null
+"$node" publish "${common[@]}" --mechanism objective-perturbation --epsilon 1 \
+  --map "$work/map.toml" >/dev/null
 "$node" serve "${common[@]}" --listen 127.0.0.1:0 >"$work/out" 2>"$work/log" &
 node_pid=$!
 for _ in $(seq 100); do

@@ -53,7 +53,9 @@
 
 mod resolved;
 
-pub use resolved::{Acceptance, LearnerRequest, Network, RunConfig, Security, TestSet};
+pub use resolved::{
+    Acceptance, LearnerRequest, MapConfig, Network, OwnSource, RunConfig, Security, TestSet,
+};
 
 use crate::run::synthetic::{SyntheticRequest, spec_for};
 use clap::ArgMatches;
@@ -319,6 +321,20 @@ impl FileSettings for Settings {
 }
 
 impl Settings {
+    /// The settings `dpagg-aggregator map` reads (the own rows, their split and the map file),
+    /// resolved like [`Settings::resolve`]'s; the others are not required.
+    pub fn resolve_map(self, matches: &ArgMatches) -> Result<MapConfig, ConfigError> {
+        let mut l = Layers::read(self, matches)?;
+        let own = OwnSource {
+            data: l.require("data", |s| s.data.take())?.value,
+            schema: l.require("schema", |s| s.schema.take())?.value,
+            test: test_set(&mut l)?,
+            seed: l.require("seed", |s| s.seed.take())?.value,
+        };
+        let map = l.require("map", |s| s.map.take())?.value;
+        Ok(MapConfig { own, map })
+    }
+
     /// Resolves these settings — as clap parsed them from `matches`, the matches of `run` —
     /// over the file named by `--config` (if any) and the defaults.
     pub fn resolve(self, matches: &ArgMatches) -> Result<RunConfig, ConfigError> {

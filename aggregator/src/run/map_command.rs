@@ -11,7 +11,7 @@
 //! the map is post-processed. Either way the nodes' guarantees are unaffected: a map is a public,
 //! per-record function fixed before they read a row (`docs/proofs/agreed-map.md`).
 
-use crate::run::config::RunConfig;
+use crate::run::config::MapConfig;
 use crate::run::protocol::own_data_records;
 use anyhow::{Context, Result, bail};
 use dpagg_shared::cli::Out;
@@ -83,8 +83,8 @@ pub fn private_summaries(
 }
 
 /// The map of `config`'s own training rows with `components`, released as `release`.
-pub fn make(config: &RunConfig, components: Option<usize>, release: Release) -> Result<AgreedMap> {
-    let (schema, train) = own_data_records(config)?;
+pub fn make(config: &MapConfig, components: Option<usize>, release: Release) -> Result<AgreedMap> {
+    let (schema, train) = own_data_records(&config.own)?;
     let p = schema.features.len();
     let components = match components {
         None => Components::auto(p),
@@ -98,11 +98,11 @@ pub fn make(config: &RunConfig, components: Option<usize>, release: Release) -> 
             &train.rows,
             &train.positive,
             components,
-            config.seed,
+            config.own.seed,
         )?
         .map),
         Release::Private { epsilon, delta } => {
-            let marks = map_rows(&train.positive, config.seed);
+            let marks = map_rows(&train.positive, config.own.seed);
             let chosen: Vec<usize> = (0..marks.len()).filter(|&i| marks[i]).collect();
             let rows = train.subset(&chosen);
             let mut noise = NoiseSource::secure().context("no secure noise")?;
@@ -125,16 +125,12 @@ pub fn make(config: &RunConfig, components: Option<usize>, release: Release) -> 
 
 /// `dpagg-aggregator map`: makes the map and writes it where `config.map` says.
 pub fn write(
-    config: &RunConfig,
+    config: &MapConfig,
     components: Option<usize>,
     release: Release,
     out: &mut Out,
 ) -> Result<()> {
-    let Some(path) = &config.map else {
-        bail!(
-            "map: the configuration names no map file: add `map = \"agreed-map.toml\"` (or --map)"
-        );
-    };
+    let path = &config.map;
     let map = make(config, components, release)?;
     atomic_write(path, map.to_toml().as_bytes())
         .with_context(|| format!("{}: cannot write", path.display()))?;

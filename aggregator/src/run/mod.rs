@@ -112,7 +112,7 @@ impl Command {
                     }
                     _ => map_command::Release::Clear,
                 };
-                map_command::write(&settings.resolve(matches)?, components, release, out)
+                map_command::write(&settings.resolve_map(matches)?, components, release, out)
             }
             Self::Predict {
                 model: path,

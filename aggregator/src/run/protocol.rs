@@ -11,7 +11,7 @@
 //! never sent anywhere; the report holds accuracies on its own test split.
 
 use crate::run::agreed::{OwnViews, Records};
-use crate::run::config::{LearnerRequest, RunConfig, Security, TestSet};
+use crate::run::config::{LearnerRequest, OwnSource, RunConfig, Security, TestSet};
 use crate::run::fetch::{Client, NodeOutcome, fetch_all, max_reply_bytes};
 use crate::run::report::{Accuracies, FinalView, MapView, NodeReport, Report, split_warnings};
 use crate::run::screen::{Accepted, screen};
@@ -70,7 +70,7 @@ fn split(data: &Records, fraction: f64, seed: u64) -> Result<(Records, Records)>
     Ok((data.subset(&rows(&train)), data.subset(&rows(&test))))
 }
 
-fn own_data(config: &RunConfig) -> Result<OwnData> {
+fn own_data(config: &OwnSource) -> Result<OwnData> {
     let schema = Schema::load(&config.schema)?;
     // Invariant 2: bounds read off the data (`schema init`) are refused here as by the nodes.
     schema.require_public_bounds(&config.schema.display().to_string())?;
@@ -96,14 +96,14 @@ fn own_data(config: &RunConfig) -> Result<OwnData> {
 }
 
 /// The public schema and the own training records, as a run splits them.
-pub(crate) fn own_data_records(config: &RunConfig) -> Result<(Schema, Records)> {
+pub(crate) fn own_data_records(config: &OwnSource) -> Result<(Schema, Records)> {
     let own = own_data(config)?;
     Ok((own.schema, own.train))
 }
 
 /// The own rows under the run's maps (the agreed map of `config.map`, if any).
 pub(crate) fn own_views(config: &RunConfig) -> Result<(Schema, OwnViews, Records)> {
-    let own = own_data(config)?;
+    let own = own_data(&config.own_source())?;
     if config.map.is_some() && config.synthetic.is_some() {
         bail!(
             "map and train_on = \"synthetic\" cannot be combined: synthetic rows are in the schema's own units"

@@ -240,6 +240,9 @@ pub struct FinalModel {
     pub agreement: f64,
     /// Own training rows the selection saw.
     pub rows: usize,
+    /// Own training rows its cross-validated evidence was read on (fewer than `rows` when the
+    /// labels of the others chose the learners' subspace).
+    pub evidence_rows: usize,
 }
 
 impl FinalModel {
@@ -647,6 +650,7 @@ pub fn choose_final_scored(
         config: rule,
         agreement: alpha,
         rows: train.len(),
+        evidence_rows: scored.map_or(train.len(), |s| s.iter().filter(|&&b| b).count()),
     })
 }
 

@@ -121,3 +121,37 @@ pub struct RunConfig {
     /// `--train-on synthetic`: the synthetic data to ask for.
     pub synthetic: Option<SyntheticRequest>,
 }
+
+/// Where the aggregator's own rows come from and how they are split (`run` and `map` alike).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OwnSource {
+    /// Own data.
+    pub data: PathBuf,
+    /// Public schema.
+    pub schema: PathBuf,
+    /// Test set.
+    pub test: TestSet,
+    /// Seed of the aggregator's own randomness (the test split, the map rows).
+    pub seed: u64,
+}
+
+impl RunConfig {
+    /// The own rows' source.
+    pub fn own_source(&self) -> OwnSource {
+        OwnSource {
+            data: self.data.clone(),
+            schema: self.schema.clone(),
+            test: self.test.clone(),
+            seed: self.seed,
+        }
+    }
+}
+
+/// The resolved configuration of `dpagg-aggregator map`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapConfig {
+    /// The own rows.
+    pub own: OwnSource,
+    /// The map file to write.
+    pub map: PathBuf,
+}

@@ -289,14 +289,28 @@ impl FinalView {
 /// The selection's evidence in words (see [`FinalView::evidence`]).
 fn evidence(fin: &FinalModel) -> String {
     let points = |x: f64| format!("{:.1}", 100.0 * x);
-    let disagree = fin.agreement < fin.config.min_agreement;
-    let agreement = if disagree {
+    let two_maps = fin.config.own_columns.is_some();
+    let disagree = !two_maps && fin.agreement < fin.config.min_agreement;
+    let agreement = if two_maps {
+        "the learners work in a subspace chosen from your rows, where they agree whatever they \
+         carry, so "
+            .to_owned()
+    } else if disagree {
         format!(
             "the others' learners do not agree with each other (agreement {:.2}, below {:.2}), so ",
             fin.agreement, fin.config.min_agreement
         )
     } else {
         String::new()
+    };
+    let rows = if fin.evidence_rows < fin.rows {
+        format!(
+            "{} own rows (the {} whose labels chose the subspace left out)",
+            fin.evidence_rows,
+            fin.rows - fin.evidence_rows
+        )
+    } else {
+        format!("{} own rows", fin.rows)
     };
     let rule = format!(
         "{agreement}a candidate needs a gain above {} standard errors in accuracy and {} in calibrated log-loss",
@@ -310,22 +324,19 @@ fn evidence(fin: &FinalModel) -> String {
     let chosen = fin.cv.iter().find(|e| e.candidate == fin.chosen);
     match (best, chosen) {
         (_, Some(e)) if fin.chosen != Candidate::Local => format!(
-            "in cross-validation on {} own rows {} gained {} ± {} points over your own model ({rule})",
-            fin.rows,
+            "in cross-validation on {rows} {} gained {} ± {} points over your own model ({rule})",
             e.candidate.name(),
             points(e.gain),
             points(e.gain_se),
         ),
         (Some(e), _) if e.gain > 0.0 => format!(
-            "the others' learners may help by about {} points ({}, ± {} in cross-validation), but that is not enough evidence on {} own rows ({rule}), so the final model is your own",
+            "the others' learners may help by about {} points ({}, ± {} in cross-validation), but that is not enough evidence on {rows} ({rule}), so the final model is your own",
             points(e.gain),
             e.candidate.name(),
             points(e.gain_se),
-            fin.rows,
         ),
         _ => format!(
-            "the others' learners did not beat your own model in cross-validation on {} own rows{}, so the final model is your own: joining changes nothing here",
-            fin.rows,
+            "the others' learners did not beat your own model in cross-validation on {rows}{}, so the final model is your own: joining changes nothing here",
             if disagree {
                 format!(
                     " and do not agree with each other (agreement {:.2})",

@@ -194,6 +194,7 @@ fn kept_local(gain: f64, agreement: f64) -> FinalModel {
         config: config.for_agreement(agreement),
         agreement,
         rows: 60,
+        evidence_rows: 60,
     }
 }
 
