@@ -790,3 +790,52 @@ async fn a_stopped_training_is_charged_once_however_often_the_aggregator_asks() 
     );
     assert_eq!(spent.delta_spent, 1e-6, "{spent:?}");
 }
+
+/// A learner that always answers the more common label knows nothing: the report's first line
+/// and `report.json` name it (and not the learner that knows something), with a likely cause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_learner_at_the_majority_class_is_flagged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fp = diabetes_fingerprint();
+    // Every weight 0 but a negative intercept: "neg" (the more common label) for every row.
+    let majority = |l: &mut pb::PrivateLearner| {
+        l.weights = vec![0.0; 8];
+        l.weights.push(-1.0);
+    };
+    let mut urls = Vec::new();
+    let mut guards = Vec::new();
+    // The signs a logistic regression finds on Pima (glucose and mass above all).
+    let knows = |l: &mut pb::PrivateLearner| {
+        l.weights = vec![0.3, 3.0, -0.2, 0.0, 0.2, 1.5, 0.5, 0.5, -1.0];
+    };
+    for f in [fake("knows", &knows, &fp), fake("majority", &majority, &fp)] {
+        let (url, guard) = serve_fake(f).await;
+        urls.push(url);
+        guards.push(guard);
+    }
+    let config = aggregator_config(dir.path(), &urls, "latest = true\n");
+    let out = run_aggregator(dir.path(), &config).await;
+    assert_success(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let first = stdout.lines().next().expect("a first line");
+    assert!(
+        first.contains("WARNING: 1 of 2 learner(s) (majority)")
+            && first.contains("no better than always answering \"neg\""),
+        "{first}"
+    );
+    let r = report(dir.path());
+    assert_eq!(r["majority"]["learners"], serde_json::json!(["majority"]));
+    assert_eq!(r["majority"]["label"], "neg");
+    let flags: Vec<Option<bool>> = r["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| n["no_better_than_majority"].as_bool())
+        .collect();
+    assert_eq!(flags, [Some(false), Some(true)]);
+    assert!(
+        r["majority"]["cause"].as_str().is_some_and(|c| !c.is_empty()),
+        "{r}"
+    );
+    drop(guards);
+}

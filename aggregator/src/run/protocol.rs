@@ -13,6 +13,7 @@
 use crate::run::agreed::{OwnViews, Records};
 use crate::run::config::{LearnerRequest, OwnSource, RunConfig, Security, TestSet};
 use crate::run::fetch::{Client, NodeOutcome, fetch_all, max_reply_bytes};
+use crate::run::report::majority::{self, MajorityView};
 use crate::run::report::{Accuracies, FinalView, MapView, NodeReport, Report, split_warnings};
 use crate::run::screen::{Accepted, screen};
 use crate::run::synthetic::train_on_synthetic;
@@ -235,7 +236,8 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
     let warnings = split_warnings(&own.train, &own.test);
     warnings.iter().for_each(|w| tracing::info!("{w}"));
 
-    let nodes = node_reports(&outcomes, &accepted, &fin, &own.test_learners);
+    let mut nodes = node_reports(&outcomes, &accepted, &fin, &own.test_learners);
+    let majority = majority_view(&public, &own, &fin, &mut nodes);
     let accuracy = |c: Candidate| fin.model(c).accuracy(&own.test);
     let own_weight = fin.mixing_weights_with_own.last().copied().unwrap_or(0.0);
     let synthetic = match &config.synthetic {
@@ -276,12 +278,42 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         nodes,
         synthetic,
         agreed_map: own.map.as_ref().map(|m| MapView::new(m, &own)),
+        majority,
         signed_by: None,
         signature: None,
         schema: Some(own.own.clone()),
         learner_schema: own.own_columns.map(|_| own.learners.clone()),
     }
     .with_summary())
+}
+
+/// Flags the included learners (and mirror averaging) no better than always answering the more
+/// common label of the own test rows, and says why that is likely ([`MajorityView`]).
+fn majority_view(
+    public: &Schema,
+    own: &OwnViews,
+    fin: &FinalModel,
+    nodes: &mut [NodeReport],
+) -> Option<MajorityView> {
+    let test = &own.test_learners;
+    let positive = test.labels().iter().filter(|&&y| y > 0.0).count() as f64;
+    let positive = positive / test.len().max(1) as f64;
+    let majority = if positive >= 0.5 {
+        (public.label.positive.as_str(), positive)
+    } else {
+        (public.label.negative.as_str(), 1.0 - positive)
+    };
+    let mut learners = Vec::new();
+    for n in nodes.iter_mut().filter(|n| n.status == "included") {
+        if let Some(a) = n.accuracy {
+            n.no_better_than_majority = Some(a <= majority.1);
+            learners.push((n.organisation_id.clone().unwrap_or_default(), a));
+        }
+    }
+    let features = own.learners.dim() - usize::from(own.learners.intercept);
+    let alike = majority::alike(&own.train_learners, features);
+    let mirror = fin.model(Candidate::MirrorAveraging).accuracy(&own.test);
+    MajorityView::new(majority, &learners, mirror, alike, own.learners.dim())
 }
 
 /// The request with the agreed map in its spec (a latest request is left as it is: the

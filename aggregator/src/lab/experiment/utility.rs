@@ -167,6 +167,10 @@ struct Cell<'a> {
     final_minus_local: Paired,
     final_minus_centralised: Paired,
     chosen: Vec<(Candidate, usize)>,
+    /// Trials where mirror averaging did no better than the majority class on the test rows.
+    mirror_at_majority: usize,
+    /// Share of all learners (over trials) no better than the majority class.
+    learners_at_majority: f64,
 }
 
 fn cells<'a>(names: &[&'a str], runs: &[Run], epsilons: &[f64]) -> Vec<Cell<'a>> {
@@ -194,6 +198,12 @@ fn cells<'a>(names: &[&'a str], runs: &[Run], epsilons: &[f64]) -> Vec<Cell<'a>>
                 chosen: Candidate::all()
                     .map(|c| (c, here.iter().filter(|r| r.chosen == c).count()))
                     .collect(),
+                mirror_at_majority: here
+                    .iter()
+                    .filter(|r| r.accuracy[column_of(Candidate::MirrorAveraging)] <= r.majority)
+                    .count(),
+                learners_at_majority: here.iter().map(|r| r.useless).sum::<usize>() as f64
+                    / here.iter().map(|r| r.learners).sum::<usize>().max(1) as f64,
             });
         }
     }
@@ -338,6 +348,7 @@ fn markdown(cells: &[Cell], trials: usize, learner: &str, own_data: bool) -> Str
     if own_data {
         s.push('\n');
         s.push_str(&own_data_answer(cells));
+        s.push_str(&majority_answer(cells));
         return s;
     }
     must_shows(&mut s, cells);
@@ -389,6 +400,30 @@ fn must_shows(s: &mut String, cells: &[Cell]) {
             yes(c.final_minus_local.mean >= 0.03),
         );
     }
+}
+
+/// Where the learners know nothing, in words: per ε, how often mirror averaging and the
+/// learners did no better than always answering the more common label of the test rows.
+fn majority_answer(cells: &[Cell]) -> String {
+    let mut s = String::new();
+    for c in cells
+        .iter()
+        .filter(|c| c.mirror_at_majority > 0 || c.learners_at_majority > 0.0)
+    {
+        let _ = writeln!(
+            s,
+            "WARNING at ε = {}: mirror averaging did no better than always answering the more \
+             common label in {} of {} trials, and {:.0} % of the learners did no better either: \
+             their noise swamps what the rows carry, or the map makes the rows alike \
+             (`dpagg-node check` says which); an agreed map (--map own, the default for your \
+             CSV) or a larger ε may help.",
+            eps(c.epsilon),
+            c.mirror_at_majority,
+            c.trials,
+            100.0 * c.learners_at_majority
+        );
+    }
+    s
 }
 
 /// The answer to "would joining pay for my data?" in words, from the paired final − local

@@ -182,7 +182,7 @@ without looking at the test rows), scored on the test rows.</p>
             test = self.test_rows,
             fp = esc(&self.schema_fingerprint),
             warnings = warnings,
-            headline = esc(&self.final_model.headline()),
+            headline = esc(&self.first_line()),
             candidates = self.candidates_table(),
             privacy = esc(FINAL_PRIVACY),
             chart = bar_chart(&self.bars()),

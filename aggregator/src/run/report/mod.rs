@@ -7,6 +7,7 @@
 //! must not be able to inject markup into the aggregator's report.
 
 pub use crate::run::agreed::MapView;
+pub use majority::MajorityView;
 use crate::run::fetch::{MAX_TEXT, NodeOutcome, clean};
 use crate::run::model::ModelFile;
 use crate::run::synthetic::SyntheticView;
@@ -23,6 +24,7 @@ use serde::Serialize;
 use std::path::Path;
 
 mod html;
+pub mod majority;
 mod text;
 
 /// Longest release id shown (nodes make 32 hex characters).
@@ -61,6 +63,9 @@ pub struct NodeReport {
     pub neighbour_relation: Option<String>,
     /// Accuracy of the learner alone on the aggregator's test split.
     pub accuracy: Option<f64>,
+    /// Whether that accuracy is no better than always answering the more common label there
+    /// ([`majority`]).
+    pub no_better_than_majority: Option<bool>,
     /// Its mirror-averaging mixing weight λ_m (eq. 16).
     pub mixing_weight: Option<f64>,
     /// Its mixing weight when the aggregator's own learner is one more expert.
@@ -92,6 +97,7 @@ impl NodeReport {
             delta: None,
             neighbour_relation: None,
             accuracy: None,
+            no_better_than_majority: None,
             mixing_weight: None,
             mixing_weight_with_own: None,
             exclusion: None,
@@ -171,6 +177,9 @@ pub struct Report {
     /// The agreed map the learners' rows went through, when there was one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agreed_map: Option<MapView>,
+    /// Learners (and mirror averaging) no better than the majority class, when there are any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub majority: Option<MajorityView>,
     /// The aggregator's organisation (from its certificate), when it signs the report.
     pub signed_by: Option<String>,
     /// The aggregator's signature over this report (`dpagg-aggregator verify`; see

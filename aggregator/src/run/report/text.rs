@@ -19,10 +19,19 @@ pub(super) fn opt(v: Option<f64>, digits: usize) -> String {
 }
 
 impl Report {
+    /// The report's first line: the final model against tuned local, and a warning naming the
+    /// learners (and mirror averaging) that know nothing, when there are any.
+    pub fn first_line(&self) -> String {
+        match &self.majority {
+            None => self.final_model.headline(),
+            Some(m) => format!("{}; WARNING: {}", self.final_model.headline(), m.sentence()),
+        }
+    }
+
     /// The terminal table.
     pub fn table(&self) -> String {
         let mut s = String::new();
-        let _ = writeln!(s, "{}", self.final_model.headline());
+        let _ = writeln!(s, "{}", self.first_line());
         let _ = writeln!(
             s,
             "asked for: {}; {} included, {} excluded; β = {}",
