@@ -834,7 +834,9 @@ async fn a_learner_at_the_majority_class_is_flagged() {
         .collect();
     assert_eq!(flags, [Some(false), Some(true)]);
     assert!(
-        r["majority"]["cause"].as_str().is_some_and(|c| !c.is_empty()),
+        r["majority"]["cause"]
+            .as_str()
+            .is_some_and(|c| !c.is_empty()),
         "{r}"
     );
     drop(guards);

@@ -203,6 +203,13 @@ pub(crate) fn ball_row(
     if let Some(a) = ball.intercept {
         out[k] = a;
     }
+    if out.iter().any(|v| !v.is_finite()) {
+        // Unreachable for a validated schema (its largest row norm is bounded); kept so that no
+        // input can leave the ball: the row points along its infinite components.
+        report.projected = true;
+        out.iter_mut()
+            .for_each(|v| *v = if v.is_infinite() { v.signum() } else { 0.0 });
+    }
     let norm = l2_norm(out);
     if norm > 1.0 {
         report.projected = true;
@@ -362,6 +369,30 @@ scale = 0.5
                 assert!(d.max_row_norm() <= 1.0);
             }
         }
+    }
+
+    #[test]
+    fn an_overflowing_row_still_ends_in_the_ball() {
+        // No validated schema gets here (its largest row norm is bounded); the guard holds
+        // for any constants all the same.
+        let features = vec![FeatureSpec {
+            center: Some(0.0),
+            scale: Some(1e-300),
+            ..FeatureSpec::bounded("a", -1.0, 1.0)
+        }];
+        let subspace = Subspace {
+            directions: vec![vec![1e300], vec![-1e300], vec![f64::MAX]],
+        };
+        let ball = BallRow {
+            row_scale: 1e300,
+            intercept: Some(0.2),
+        };
+        let mut out = [0.0; 4];
+        let report = ball_row(&features, ball, Some(&subspace), &[1.0], &mut out);
+        assert!(report.projected);
+        assert!(out.iter().all(|v| v.is_finite()), "{out:?}");
+        assert!(l2_norm(&out) <= 1.0, "{out:?}");
+        assert!(out[0] > 0.0 && out[1] < 0.0, "{out:?}");
     }
 
     #[test]

@@ -142,7 +142,11 @@ mod tests {
         assert!(s.starts_with("1 of 2 learner(s) (a) and mirror averaging do no better than always answering \"no\" (0.616"), "{s}");
         assert!(s.contains("the map makes your rows alike"), "{s}");
         let noise = MajorityView::new(("no", 0.616), &learners, 0.65, 0.1, 58).expect("flagged");
-        assert!(noise.sentence().contains("noise swamps"), "{}", noise.sentence());
+        assert!(
+            noise.sentence().contains("noise swamps"),
+            "{}",
+            noise.sentence()
+        );
         assert!(MajorityView::new(("no", 0.6), &learners, 0.65, 0.1, 58).is_none());
     }
 }

@@ -7,7 +7,6 @@
 //! must not be able to inject markup into the aggregator's report.
 
 pub use crate::run::agreed::MapView;
-pub use majority::MajorityView;
 use crate::run::fetch::{MAX_TEXT, NodeOutcome, clean};
 use crate::run::model::ModelFile;
 use crate::run::synthetic::SyntheticView;
@@ -20,6 +19,7 @@ use dpagg_shared::data::schema::Schema;
 use dpagg_shared::privacy::release::PublishedLearner;
 use dpagg_shared::util::files::atomic_write;
 use dpagg_shared::util::stats::wilson_interval;
+pub use majority::MajorityView;
 use serde::Serialize;
 use std::path::Path;
 

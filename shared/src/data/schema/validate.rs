@@ -159,7 +159,49 @@ impl Schema {
         }
         self.features.iter().try_for_each(|f| {
             check_ball_feature(f).map_err(|(key, m)| bad(format!("feature `{}` {key}", f.name), m))
-        })
+        })?;
+        if !(self.largest_row_norm() <= MAX_ROW_NORM) {
+            return Err(bad(
+                "normalisation.row_scale".into(),
+                "too large for the features' scales (and subspace): a row within the bounds could \
+                 reach a norm above 1e150 before its projection onto the unit ball",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The largest norm a row within the bounds can have in ball mode before its projection
+    /// onto the unit ball: row_scale · ‖(Σ_j |P_ij| z̄_j)_i‖ (z̄_j the largest |z| of feature j;
+    /// P the identity without a subspace), plus the intercept. Infinite when it overflows.
+    fn largest_row_norm(&self) -> f64 {
+        let far: Vec<f64> = self
+            .features
+            .iter()
+            .map(|f| {
+                let (c, s) = (f.center.unwrap_or(0.0), f.scale.unwrap_or(1.0));
+                [f.lo, f.hi]
+                    .iter()
+                    .map(|&v| ((f.transform(v) - c) / s).abs())
+                    .fold(0.0, f64::max)
+            })
+            .collect();
+        let row_scale = self
+            .normalisation
+            .as_ref()
+            .and_then(|n| n.row_scale)
+            .unwrap_or(1.0);
+        let squares: f64 = match &self.subspace {
+            None => far.iter().map(|z| z * z).sum(),
+            Some(s) => s
+                .directions
+                .iter()
+                .map(|d| {
+                    let u: f64 = d.iter().zip(&far).map(|(p, z)| p.abs() * z).sum();
+                    u * u
+                })
+                .sum(),
+        };
+        row_scale * squares.sqrt() + 1.0
     }
 }
 
@@ -214,3 +256,7 @@ fn check_ball_feature(f: &FeatureSpec) -> Result<(), (&'static str, &'static str
 
 /// Largest |(T(v) − center)/scale| a feature's bounds may reach in ball mode.
 const MAX_STANDARDISED: f64 = 1e12;
+
+/// Largest norm a row within the bounds may reach before its projection onto the unit ball (far
+/// from overflow, so that the projection divides by a finite norm).
+const MAX_ROW_NORM: f64 = 1e150;
