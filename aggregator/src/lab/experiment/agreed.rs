@@ -112,8 +112,6 @@ pub(super) struct Views {
     pub(super) central: (Dataset, Dataset),
     /// The share of ε the learners get (1 unless the map was paid for from it).
     pub(super) learner_share: f64,
-    /// The learners' map, when agreed.
-    pub(super) map: Option<AgreedMap>,
     /// The own rows the final model's evidence is read on (the others chose the subspace).
     pub(super) scored: Option<Vec<bool>>,
 }
@@ -131,7 +129,6 @@ impl Views {
             own_columns: None,
             pad: 0,
             learner_share: 1.0,
-            map: None,
             scored: None,
         }
     }
@@ -214,7 +211,6 @@ impl Views {
             curator,
             central,
             learner_share,
-            map: Some(map),
             scored,
         })
     }

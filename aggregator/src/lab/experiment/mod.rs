@@ -69,6 +69,7 @@ mod synthetic;
 mod tables;
 mod utility;
 mod utility_trial;
+mod utility_wide;
 mod variants;
 
 pub use args::Args;
