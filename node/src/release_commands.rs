@@ -163,7 +163,7 @@ fn ledger_releases(store: &Store, charges: usize, out: &mut Out) -> Result<()> {
         let g = r.metadata().guarantee;
         writeln!(
             out,
-            "  {}  {}  {:<26} ε = {:<6} δ = {:<8} λ = {:<6} {}{}",
+            "  {}  {}  {:<26} ε = {:<6} δ = {:<8} λ = {:<6} {}{}{}",
             r.release_id,
             rfc3339(r.created_unix_ms),
             r.metadata().mechanism,
@@ -171,7 +171,12 @@ fn ledger_releases(store: &Store, charges: usize, out: &mut Out) -> Result<()> {
             Num(g.delta).to_string(),
             r.spec.l2.to_string(),
             g.relation,
-            if r.metadata().seeded { "  SEEDED" } else { "" }
+            if r.metadata().seeded { "  SEEDED" } else { "" },
+            if r.spec.map.is_some() {
+                format!("  under an agreed map ({} columns)", r.metadata().dim)
+            } else {
+                String::new()
+            }
         )?;
     }
     writeln!(out, "{} data release(s):", data.len())?;
