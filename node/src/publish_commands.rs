@@ -24,7 +24,7 @@ pub(crate) fn publish(
     out: &mut Out,
 ) -> Result<()> {
     if let Some(path) = map {
-        spec.map = Some(AgreedMap::load(path)?);
+        spec.map = Some(Box::new(AgreedMap::load(path)?));
     }
     let node = fresh_state(&config.state_dir, || Ok(Node::load(&config)?))?;
     let (release, new) = node.publish(&spec)?;

@@ -116,7 +116,7 @@ impl From<&LearnerSpec> for pb::LearnerSpec {
             lambda: s.l2.fixed().unwrap_or(0.0),
             options: s.options.clone(),
             lambda_auto: s.l2.is_auto(),
-            map: s.map.as_ref().map(Into::into),
+            map: s.map.as_deref().map(Into::into),
         }
     }
 }
@@ -144,7 +144,11 @@ impl TryFrom<pb::LearnerSpec> for LearnerSpec {
             delta: s.delta,
             l2,
             options: s.options,
-            map: s.map.map(TryInto::try_into).transpose()?,
+            map: s
+                .map
+                .map(dpagg_shared::data::agreed_map::AgreedMap::try_from)
+                .transpose()?
+                .map(Box::new),
         })
     }
 }

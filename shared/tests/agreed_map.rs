@@ -112,7 +112,7 @@ fn hostile_maps_keep_every_row_in_the_ball_and_the_guarantee_unchanged() {
         assert!(data.features().iter().all(|v| v.is_finite()), "{name}");
         for &(kind, epsilon, delta) in &specs {
             let spec = LearnerSpec {
-                map: Some(map.clone()),
+                map: Some(Box::new(map.clone())),
                 ..LearnerSpec::new(kind, epsilon, delta, Lambda::Auto)
             };
             let mechanism = spec.build().expect("builds");

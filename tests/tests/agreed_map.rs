@@ -85,7 +85,7 @@ async fn a_learner_under_an_agreed_map_is_charged_once_and_served_for_that_map()
     assert!((b.epsilon_spent - 2.0).abs() < 1e-12, "{b:?}");
     for (m, name) in [(&map, "honest"), (&one_point, "one point")] {
         let spec = LearnerSpec {
-            map: Some(m.clone()),
+            map: Some(Box::new(m.clone())),
             ..LearnerSpec::new(MechanismKind::ObjectivePerturbation, 1.0, 0.0, Lambda::Auto)
         };
         let got = c
@@ -113,7 +113,7 @@ async fn a_learner_under_an_agreed_map_is_charged_once_and_served_for_that_map()
     assert_eq!(e.code(), tonic::Code::NotFound);
     // A request carrying a map for another schema is an invalid argument, not a miss.
     let wrong = LearnerSpec {
-        map: Some(other),
+        map: Some(Box::new(other)),
         ..plain
     };
     let e = c

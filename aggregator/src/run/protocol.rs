@@ -322,7 +322,7 @@ fn with_map(request: &LearnerRequest, map: Option<&AgreedMap>) -> LearnerRequest
     match (request, map) {
         (LearnerRequest::Spec { spec, publish }, Some(m)) => LearnerRequest::Spec {
             spec: LearnerSpec {
-                map: Some(m.clone()),
+                map: Some(Box::new(m.clone())),
                 ..spec.clone()
             },
             publish: *publish,

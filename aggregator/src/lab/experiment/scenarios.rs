@@ -127,7 +127,7 @@ pub(super) enum Source {
     Synthetic(SyntheticData),
     Clinic,
     /// A user's CSV (`--dataset`, `--schema`), or a bundled table with a bounds-only schema.
-    Csv(OwnData),
+    Csv(Box<OwnData>),
     /// EHR-like tables from the generator.
     Ehr(Ehr),
 }
@@ -149,19 +149,19 @@ impl Source {
                 &mut derived_rng(seed, &[SPLIT]),
             )),
             "clinic" => Self::Clinic,
-            "breast-cancer-bounds" => Self::Csv(OwnData::embedded(
+            "breast-cancer-bounds" => Self::Csv(Box::new(OwnData::embedded(
                 name,
                 ("data/breast_cancer.csv", Bundled::BreastCancer.csv_text()),
                 BREAST_CANCER_BOUNDS,
                 Layout::tenth(),
-            )?),
-            "digits-bounds" => Self::Csv(OwnData::embedded(
+            )?)),
+            "digits-bounds" => Self::Csv(Box::new(OwnData::embedded(
                 name,
                 ("data/digits.csv", DIGITS_CSV),
                 DIGITS_BOUNDS,
                 Layout::tenth(),
-            )?),
-            "digits-bounds-40-own" => Self::Csv(OwnData::embedded(
+            )?)),
+            "digits-bounds-40-own" => Self::Csv(Box::new(OwnData::embedded(
                 name,
                 ("data/digits.csv", DIGITS_CSV),
                 DIGITS_BOUNDS,
@@ -169,7 +169,7 @@ impl Source {
                     rows_per_org: std::iter::once(40).chain([155; 9]).collect(),
                     ..Layout::tenth()
                 },
-            )?),
+            )?)),
             "ehr-d100" => Self::Ehr(Ehr::new(100, 1000)),
             "ehr-d50-n200" => Self::Ehr(Ehr::new(50, 200)),
             "ehr-d200-n2000" => Self::Ehr(Ehr::new(200, 2000)),

@@ -110,7 +110,7 @@ pub(super) fn scenarios(args: &UtilityArgs) -> Result<Vec<Scenario>> {
         index: 0,
         name: own.name.clone(),
         map: plan(args, false, &own.name)?,
-        source: Source::Csv(own),
+        source: Source::Csv(Box::new(own)),
     }])
 }
 

@@ -160,7 +160,8 @@ impl Schema {
         self.features.iter().try_for_each(|f| {
             check_ball_feature(f).map_err(|(key, m)| bad(format!("feature `{}` {key}", f.name), m))
         })?;
-        if !(self.largest_row_norm() <= MAX_ROW_NORM) {
+        let largest = self.largest_row_norm();
+        if largest.is_nan() || largest > MAX_ROW_NORM {
             return Err(bad(
                 "normalisation.row_scale".into(),
                 "too large for the features' scales (and subspace): a row within the bounds could \

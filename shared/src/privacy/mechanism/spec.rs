@@ -38,7 +38,7 @@ pub struct LearnerSpec {
     /// The agreed map the rows go through before training (absent: the schema's own map; left
     /// out of the stored form then, so specs without one keep their identity).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub map: Option<AgreedMap>,
+    pub map: Option<Box<AgreedMap>>,
 }
 
 impl LearnerSpec {
@@ -67,7 +67,7 @@ impl LearnerSpec {
             .iter()
             .map(|(k, v)| format!(" {k} = {}", Num(*v)))
             .collect();
-        let map = match self.map.as_ref().and_then(AgreedMap::components) {
+        let map = match self.map.as_deref().and_then(AgreedMap::components) {
             Some(k) => format!(" map = agreed ({k} components)"),
             None if self.map.is_some() => " map = agreed".to_owned(),
             None => String::new(),
