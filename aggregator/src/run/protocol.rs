@@ -221,18 +221,7 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
     log_exclusions(&outcomes);
     enough_learners(&outcomes, accepted.len(), config.accept.min_learners)?;
     MirrorAveraging::new(config.beta)?.warn_if_uncovered();
-    let experts: Vec<LinearClassifier> = accepted
-        .iter()
-        .map(|a| own.expert(a.learner.classifier()))
-        .collect();
-    let selection = SelectionConfig {
-        beta: config.beta,
-        seed: config.seed,
-        own_columns: own.own_columns,
-        ..SelectionConfig::default()
-    };
-    let fin = choose_final_scored(&experts, &own.train, &selection, own.scored.as_deref())
-        .context("cannot build the final model on the aggregator's own training rows")?;
+    let fin = final_model(config, &own, &accepted)?;
     let warnings = split_warnings(&own.train, &own.test);
     warnings.iter().for_each(|w| tracing::info!("{w}"));
 
@@ -285,6 +274,22 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         learner_schema: own.own_columns.map(|_| own.learners.clone()),
     }
     .with_summary())
+}
+
+/// The final model on the own training rows, from the accepted learners.
+fn final_model(config: &RunConfig, own: &OwnViews, accepted: &[Accepted]) -> Result<FinalModel> {
+    let experts: Vec<LinearClassifier> = accepted
+        .iter()
+        .map(|a| own.expert(a.learner.classifier()))
+        .collect();
+    let selection = SelectionConfig {
+        beta: config.beta,
+        seed: config.seed,
+        own_columns: own.own_columns,
+        ..SelectionConfig::default()
+    };
+    choose_final_scored(&experts, &own.train, &selection, own.scored.as_deref())
+        .context("cannot build the final model on the aggregator's own training rows")
 }
 
 /// Flags the included learners (and mirror averaging) no better than always answering the more

@@ -2,6 +2,8 @@
 
 use super::*;
 use crate::aggregate::combiner::stacking::{directions, fit_stacking, stacked};
+use crate::data::dataset::dot;
+use crate::learn::solver::fit_logistic;
 use rand::RngExt;
 use rand_distr::StandardNormal;
 

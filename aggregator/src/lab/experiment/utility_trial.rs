@@ -121,6 +121,59 @@ fn majority(data: &Dataset) -> f64 {
     positive.max(1.0 - positive)
 }
 
+/// The columns of one (scenario, trial, ε) but centralised, which does not depend on ε
+/// (`path`: the scenario's seed index, the trial and the index of ε).
+fn one_epsilon(
+    views: &Views,
+    args: &UtilityArgs,
+    learner: NodeLearner,
+    [s, t, e]: [u64; 3],
+    epsilon: f64,
+) -> Result<Run> {
+    let seed = args.sweep.seed;
+    let noise = |k: u64| derive_seed(seed, &[NOISE, s, t, e, k]);
+    let learner_epsilon = epsilon * views.learner_share;
+    let released = views
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(k, d)| learner.release(learner_epsilon, d, noise(k as u64)))
+        .collect::<Result<Vec<_>>>()?;
+    let (curator_train, curator_test) = &views.curator;
+    let majority = majority(curator_test);
+    let useless = released
+        .iter()
+        .filter(|l| l.accuracy(curator_test) <= majority)
+        .count();
+    let experts: Vec<_> = released.into_iter().map(|l| views.expert(l)).collect();
+    let defaults = SelectionConfig::default();
+    let config = SelectionConfig {
+        seed: derive_seed(seed, &[SELECT, s, t, e]),
+        z_accuracy: args.select_z.unwrap_or(defaults.z_accuracy),
+        own_columns: views.own_columns,
+        ..defaults
+    };
+    let fin = choose_final_scored(&experts, &views.own, &config, views.scored.as_deref())?;
+    let curator = learner.release(learner_epsilon, curator_train, noise(u64::MAX))?;
+    let acc = |c: Candidate| fin.model(c).accuracy(&views.test);
+    let mut accuracy = vec![
+        acc(Candidate::Local),
+        fin.classifier().accuracy(&views.test),
+    ];
+    accuracy.extend(super::utility::candidates().map(acc));
+    accuracy.push(curator.accuracy(curator_test));
+    Ok(Run {
+        scenario: 0,
+        epsilon,
+        trial: 0,
+        accuracy,
+        chosen: fin.chosen,
+        majority,
+        useless,
+        learners: experts.len(),
+    })
+}
+
 /// Every ε of one trial of one scenario (`position`: its place in the run's list).
 pub(super) fn trial(
     position: usize,
@@ -165,47 +218,11 @@ pub(super) fn trial(
                 *centralised.insert(model.accuracy(test))
             }
         };
-        let noise = |k: u64| derive_seed(seed, &[NOISE, s, t, e as u64, k]);
-        let learner_epsilon = epsilon * views.learner_share;
-        let released = views
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(k, d)| learner.release(learner_epsilon, d, noise(k as u64)))
-            .collect::<Result<Vec<_>>>()?;
-        let (curator_train, curator_test) = &views.curator;
-        let majority = majority(curator_test);
-        let useless = released
-            .iter()
-            .filter(|l| l.accuracy(curator_test) <= majority)
-            .count();
-        let experts: Vec<_> = released.into_iter().map(|l| views.expert(l)).collect();
-        let defaults = SelectionConfig::default();
-        let config = SelectionConfig {
-            seed: derive_seed(seed, &[SELECT, s, t, e as u64]),
-            z_accuracy: args.select_z.unwrap_or(defaults.z_accuracy),
-            own_columns: views.own_columns,
-            ..defaults
-        };
-        let fin = choose_final_scored(&experts, &views.own, &config, views.scored.as_deref())?;
-        let curator = learner.release(learner_epsilon, curator_train, noise(u64::MAX))?;
-        let acc = |c: Candidate| fin.model(c).accuracy(&views.test);
-        let mut accuracy = vec![
-            acc(Candidate::Local),
-            fin.classifier().accuracy(&views.test),
-        ];
-        accuracy.extend(super::utility::candidates().map(acc));
-        accuracy.extend([curator.accuracy(curator_test), central]);
-        runs.push(Run {
-            scenario: position,
-            epsilon,
-            trial,
-            accuracy,
-            chosen: fin.chosen,
-            majority,
-            useless,
-            learners: experts.len(),
-        });
+        let mut run = one_epsilon(views, args, learner, [s, t, e as u64], epsilon)?;
+        run.accuracy.push(central);
+        run.scenario = position;
+        run.trial = trial;
+        runs.push(run);
     }
     Ok(runs)
 }

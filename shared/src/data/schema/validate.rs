@@ -117,29 +117,7 @@ impl Schema {
             return Ok(());
         }
         if let Some(s) = &self.subspace {
-            let p = self.features.len();
-            if s.directions.is_empty() || s.components() > p {
-                return Err(bad(
-                    "subspace.directions".into(),
-                    &format!("must hold between 1 and {p} directions (one per component)"),
-                ));
-            }
-            if let Some(i) = s.directions.iter().position(|d| d.len() != p) {
-                return Err(bad(
-                    format!("subspace.directions[{i}]"),
-                    &format!("must hold {p} numbers, one per feature"),
-                ));
-            }
-            if let Some(i) = s
-                .directions
-                .iter()
-                .position(|d| d.iter().any(|v| !v.is_finite()))
-            {
-                return Err(bad(
-                    format!("subspace.directions[{i}]"),
-                    "must be finite numbers",
-                ));
-            }
+            check_subspace(s, self.features.len()).map_err(|(field, m)| bad(field, &m))?;
         }
         if let Some(r) = table.and_then(|t| t.row_scale)
             && !(r.is_finite() && r > 0.0)
@@ -253,6 +231,34 @@ fn check_ball_feature(f: &FeatureSpec) -> Result<(), (&'static str, &'static str
         ));
     }
     Ok(())
+}
+
+/// A subspace's directions: between 1 and `p` of them, each `p` finite numbers; (field, what
+/// is wrong) for the first bad one.
+fn check_subspace(s: &crate::data::normalise::Subspace, p: usize) -> Result<(), (String, String)> {
+    if s.directions.is_empty() || s.components() > p {
+        return Err((
+            "subspace.directions".into(),
+            format!("must hold between 1 and {p} directions (one per component)"),
+        ));
+    }
+    if let Some(i) = s.directions.iter().position(|d| d.len() != p) {
+        return Err((
+            format!("subspace.directions[{i}]"),
+            format!("must hold {p} numbers, one per feature"),
+        ));
+    }
+    match s
+        .directions
+        .iter()
+        .position(|d| d.iter().any(|v| !v.is_finite()))
+    {
+        Some(i) => Err((
+            format!("subspace.directions[{i}]"),
+            "must be finite numbers".into(),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Largest |(T(v) − center)/scale| a feature's bounds may reach in ball mode.
