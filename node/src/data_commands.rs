@@ -170,6 +170,11 @@ pub fn check(data: &Path, schema_path: &Path, strict: bool, out: &mut Out) -> Re
         report.projected,
         report.rows
     )?;
+    writeln!(
+        out,
+        "rows alike: {:.2} (1 = every row the same point, 0 = rows centred on the origin)",
+        report.alike
+    )?;
     if !report.ignored.is_empty() {
         writeln!(
             out,
