@@ -7,7 +7,7 @@ use dpagg_shared::cli::Out;
 use dpagg_shared::data::csv::load_csv_for_check;
 use dpagg_shared::data::diagnose::{data_findings, schema_findings};
 use dpagg_shared::data::schema::Schema;
-use dpagg_shared::data::schema_init::draft;
+use dpagg_shared::data::schema_init::{Draft, draft};
 use dpagg_shared::util::files::atomic_write;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, clap::Subcommand)]
 pub enum SchemaCommand {
     /// Draft a commented public schema from a CSV file: every column, the label's values, the
-    /// missing markers seen, and bounds marked `observed` that must be replaced by public ones.
+    /// missing markers seen, bounds marked `observed` that must be replaced by public ones, and
+    /// commented transforms (`log1p`, `typical = 0.0`) under mostly-zero or skewed columns.
     Init {
         /// The CSV file (header row first).
         #[arg(long)]
@@ -81,6 +82,25 @@ pub fn schema(command: SchemaCommand, out: &mut Out) -> Result<()> {
     if !d.skipped.is_empty() {
         writeln!(out, "left out (not numbers): {}", d.skipped.join(", "))?;
     }
+    print_observed(&d, out)?;
+    let accept = if d.features.iter().any(|f| f.proposal.is_some()) {
+        ", uncomment the proposals that fit what each column measures"
+    } else {
+        ""
+    };
+    writeln!(
+        out,
+        "next: replace every `bounds = \"observed\"` feature's lo and hi by public bounds and \
+         delete that line{accept}, then: dpagg-node check --data {} --schema {} --strict",
+        data.display(),
+        target.display()
+    )?;
+    Ok(())
+}
+
+/// The private part of `schema init`'s summary: each column's extremes and missing count, and
+/// the proposals with the numbers behind them (the schema holds neither).
+fn print_observed(d: &Draft, out: &mut Out) -> Result<()> {
     writeln!(
         out,
         "observed in this file (private; only printed here, never written to the schema):"
@@ -99,13 +119,20 @@ pub fn schema(command: SchemaCommand, out: &mut Out) -> Result<()> {
             }
         )?;
     }
-    writeln!(
-        out,
-        "next: replace every `bounds = \"observed\"` feature's lo and hi by public bounds and \
-         delete that line, then: dpagg-node check --data {} --schema {} --strict",
-        data.display(),
-        target.display()
-    )?;
+    let proposed: Vec<_> = d
+        .features
+        .iter()
+        .filter_map(|f| f.proposal.map(|p| (&f.name, p)))
+        .collect();
+    if !proposed.is_empty() {
+        writeln!(
+            out,
+            "proposed for the data's shape (commented under the feature; uncomment to accept):"
+        )?;
+        for (name, p) in proposed {
+            writeln!(out, "  {name}: {p}")?;
+        }
+    }
     Ok(())
 }
 
@@ -142,6 +169,11 @@ pub fn check(data: &Path, schema_path: &Path, strict: bool, out: &mut Out) -> Re
         dataset.max_row_norm(),
         report.projected,
         report.rows
+    )?;
+    writeln!(
+        out,
+        "rows alike: {:.2} (1 = every row the same point, 0 = rows centred on the origin)",
+        report.alike
     )?;
     if !report.ignored.is_empty() {
         writeln!(

@@ -488,6 +488,118 @@ fn node_check_reports_and_rejects() {
     assert_one_line_error(&bad, &["diabetes.csv"]);
 }
 
+/// 400 rows of 12 counts, each 0 on about three rows in four, otherwise mostly 1 to 4 with a
+/// rare 10 to 39 (so the drafted bounds are [0, 40]), and an outcome that follows their sum.
+fn zero_heavy_csv() -> String {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let header: Vec<String> = (1..=12).map(|j| format!("c{j}")).collect();
+    let mut s = format!("{},outcome\n", header.join(","));
+    for _ in 0..400 {
+        let counts: Vec<u64> = (0..12)
+            .map(|_| match (next() % 4, next() % 16) {
+                (0, 0) => 10 + next() % 30,
+                (0, _) => 1 + next() % 4,
+                _ => 0,
+            })
+            .collect();
+        let sick = counts.iter().sum::<u64>() + next() % 6 > 8;
+        for c in &counts {
+            s.push_str(&format!("{c},"));
+        }
+        s.push_str(if sick { "yes\n" } else { "no\n" });
+    }
+    s
+}
+
+/// `schema init` on zero-heavy counts, with the observed bounds taken as public (their lines
+/// deleted): every row maps near one point, `check --strict` fails on "rows alike"; with the
+/// commented proposals accepted (uncommented) it passes.
+#[test]
+fn check_strict_fails_on_alike_rows_until_the_proposals_are_accepted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    fs::write(d.join("counts.csv"), zero_heavy_csv()).expect("write");
+    let init = run(
+        "dpagg-node",
+        &[
+            "schema",
+            "init",
+            "--data",
+            "counts.csv",
+            "--label",
+            "outcome",
+        ],
+        d,
+    );
+    assert_success(&init);
+    let said = String::from_utf8_lossy(&init.stdout).into_owned();
+    assert!(said.contains("proposed for the data's shape"), "{said}");
+    assert!(
+        said.contains("  c12: transform = \"log1p\", typical = 0.0 ("),
+        "{said}"
+    );
+    let draft = fs::read_to_string(d.join("counts.schema.toml")).expect("schema");
+    assert_eq!(draft.matches("\n# typical = 0.0\n").count(), 12, "{draft}");
+    // The user makes the bounds public: here, takes the drafted ones and deletes the lines.
+    let public: String = draft
+        .lines()
+        .filter(|l| !l.starts_with("bounds = \"observed\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    fs::write(d.join("counts.schema.toml"), &public).expect("write");
+    let check = || {
+        run(
+            "dpagg-node",
+            &[
+                "check",
+                "--data",
+                "counts.csv",
+                "--schema",
+                "counts.schema.toml",
+                "--strict",
+            ],
+            d,
+        )
+    };
+    let alike = |out: &Output| -> f64 {
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("rows alike: "))
+            .unwrap_or_else(|| panic!("no rows alike line: {text}"));
+        line["rows alike: ".len()..]
+            .split(' ')
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{line}"))
+    };
+    let strict = check();
+    assert_one_line_error(&strict, &["counts.schema.toml: 1 warning(s) (--strict)"]);
+    let text = String::from_utf8_lossy(&strict.stdout).into_owned();
+    assert!(text.contains("warning: rows alike: 0.9"), "{text}");
+    assert!(
+        text.contains("accept the transforms and typical values"),
+        "{text}"
+    );
+    assert!(alike(&strict) > 0.9, "{text}");
+    // Accepted, the zeros map to z = 0 and the rows differ.
+    let accepted = public
+        .replace("\n# transform = ", "\ntransform = ")
+        .replace("\n# typical = ", "\ntypical = ");
+    fs::write(d.join("counts.schema.toml"), accepted).expect("write");
+    let ok = check();
+    assert_success(&ok);
+    let text = String::from_utf8_lossy(&ok.stdout).into_owned();
+    assert!(text.contains("no trap found"), "{text}");
+    assert!(alike(&ok) < 0.5, "{text}");
+}
+
 #[test]
 fn simulate_with_every_other_mechanism() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -12,6 +12,28 @@
 //! and deletes the line. The exact minimum and maximum and the class counts are printed to the
 //! terminal (the [`Draft`] summary) and never written into the schema, which is meant to be
 //! shared.
+//!
+//! # Proposed transforms
+//!
+//! The default map centres a feature in the middle of its bounds ([`super::schema::bounds_rule`]).
+//! For a non-negative column that is mostly zero or skewed (counts, lab values) every typical
+//! value then sits near z = −3 and the mapped rows are alike (`dpagg-node check` warns). So for
+//! such a column the draft writes a **commented proposal** under the feature, which the user
+//! accepts by uncommenting it:
+//!
+//! - **mostly zero**: at least [`ZERO_SHARE`] of the column's numbers are 0 → `transform =
+//!   "log1p"` and `typical = 0.0` (a 0/1 indicator gets `typical = 0.0` alone: a log does
+//!   nothing for two values);
+//! - **skewed**: otherwise, the 95th percentile is more than [`TAIL_RATIO`] times the median →
+//!   `transform = "log1p"` (unit 1, the default; a `unit` near a small typical value can be
+//!   added by hand). A non-negative symmetric column stays below 2 (a uniform one from 0 reaches
+//!   1.9; a normal one with mean μ and deviation σ has 1 + 1.645 σ/μ), an exponential one is at
+//!   4.3, a log-normal one passes 3 when the deviation of its log exceeds 0.67.
+//!
+//! Columns with a negative value, a constant one, or fewer than [`MIN_VALUES`] numbers get no
+//! proposal. A proposal is a decision about the data's shape, read off the private rows like the
+//! observed bounds: it is never an active key, the file says only which rule fired, and the
+//! exact share of zeros or tail ratio is printed to the terminal alone.
 
 use super::csv::DataError;
 use super::csv::text::Text;
@@ -84,6 +106,100 @@ pub struct Column {
     pub max: f64,
     /// Cells that were missing markers.
     pub missing: usize,
+    /// What the draft proposes, in comments, for the column's shape.
+    pub proposal: Option<Proposal>,
+}
+
+/// Share of zeros from which a non-negative column is "mostly zero".
+pub const ZERO_SHARE: f64 = 0.5;
+/// 95th percentile over median above which a non-negative column is "skewed".
+pub const TAIL_RATIO: f64 = 3.0;
+/// Numbers a column needs before its shape says anything.
+pub const MIN_VALUES: usize = 20;
+
+/// A commented proposal for a column's shape (module docs); the numbers are for the terminal.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Proposal {
+    /// At least [`ZERO_SHARE`] of the numbers are 0: `typical = 0.0`, and `transform = "log1p"`
+    /// unless the column is an indicator (0 and one other value).
+    MostlyZero {
+        /// Share of the numbers that are 0.
+        zeros: f64,
+        /// Whether the other numbers are all one value.
+        indicator: bool,
+    },
+    /// The 95th percentile is over [`TAIL_RATIO`] times the median: `transform = "log1p"`.
+    Skewed {
+        /// 95th percentile / median.
+        tail: f64,
+    },
+}
+
+impl Proposal {
+    /// The keys to uncomment, as TOML lines.
+    pub fn keys(&self) -> &'static [&'static str] {
+        match self {
+            Proposal::MostlyZero {
+                indicator: true, ..
+            } => &["typical = 0.0"],
+            Proposal::MostlyZero { .. } => &["transform = \"log1p\"", "typical = 0.0"],
+            Proposal::Skewed { .. } => &["transform = \"log1p\""],
+        }
+    }
+
+    /// The rule that fired, without numbers (what the shared file says).
+    pub fn shape(&self) -> String {
+        match self {
+            Proposal::MostlyZero { .. } => {
+                format!(
+                    "mostly zero, at least {:.0} % of the values are 0",
+                    100.0 * ZERO_SHARE
+                )
+            }
+            Proposal::Skewed { .. } => {
+                format!("skewed, the 95th percentile over {TAIL_RATIO} times the median")
+            }
+        }
+    }
+
+    /// The proposal for a column's numbers, if any (module docs).
+    pub fn of(values: &[f64]) -> Option<Proposal> {
+        if values.len() < MIN_VALUES {
+            return None;
+        }
+        let mut values = values.to_vec();
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let (min, max) = (values[0], values[n - 1]);
+        if min < 0.0 || max <= min {
+            return None;
+        }
+        let zeros = values.iter().take_while(|&&v| v == 0.0).count();
+        if zeros as f64 >= ZERO_SHARE * n as f64 {
+            return Some(Proposal::MostlyZero {
+                zeros: zeros as f64 / n as f64,
+                indicator: values[zeros..].iter().all(|&v| v == max),
+            });
+        }
+        let at = |q: f64| values[((n - 1) as f64 * q).round() as usize];
+        let (median, p95) = (at(0.5), at(0.95));
+        (median > 0.0 && p95 > TAIL_RATIO * median).then(|| Proposal::Skewed { tail: p95 / median })
+    }
+}
+
+impl std::fmt::Display for Proposal {
+    /// The keys and the numbers behind them, for the terminal.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.keys().join(", "))?;
+        match self {
+            Proposal::MostlyZero { zeros, .. } => {
+                write!(f, " ({:.0} % of its values are 0)", 100.0 * zeros)
+            }
+            Proposal::Skewed { tail } => {
+                write!(f, " (its 95th percentile is {tail:.1} times its median)")
+            }
+        }
+    }
 }
 
 /// What `schema init` found, and the schema text it drafted.
@@ -122,6 +238,8 @@ struct Survey {
     numbers: usize,
     missing: usize,
     text: bool,
+    /// The numbers, for the column's shape ([`Proposal::of`]); dropped at the first text cell.
+    values: Vec<f64>,
 }
 
 /// What one pass over the file saw: the header, a survey per column, the missing markers met,
@@ -157,6 +275,7 @@ pub fn draft<R: std::io::Read>(
             min: s.min,
             max: s.max,
             missing: s.missing,
+            proposal: Proposal::of(&s.values),
         })
         .collect();
     if features.is_empty() {
@@ -257,8 +376,12 @@ fn survey_cell(s: &mut Survey, seen: &mut [bool], cell: &str, separator: Separat
         s.numbers += 1;
         s.min = s.min.min(v);
         s.max = s.max.max(v);
+        if !s.text {
+            s.values.push(v);
+        }
     } else {
         s.text = true;
+        s.values = Vec::new();
     }
 }
 
@@ -358,8 +481,11 @@ fn render(d: &Draft, origin: &str, label: &str, name: &str) -> String {
          #\n\
          # Every organisation uses this same file: nodes and aggregator compare its fingerprint.\n\
          # Rows are mapped into the unit ball by centring and scaling each feature from its bounds\n\
-         # (see docs/own-data.md). For a skewed non-negative measurement (a count, a lab value,\n\
-         # money) add `transform = \"log1p\"` and `unit = ` a typical small value."
+         # (see docs/own-data.md). Under a column that looks mostly zero or skewed in this file a\n\
+         # commented proposal (`transform = \"log1p\"`, `typical = 0.0`) says so: uncomment it to\n\
+         # accept it, if it fits what the measurement is. For another skewed non-negative\n\
+         # measurement (a count, a lab value, money) add `transform = \"log1p\"` yourself, and\n\
+         # `unit = ` a typical small value."
     );
     let _ = writeln!(s, "\nname = {}", quote(name));
     let _ = writeln!(
@@ -395,6 +521,17 @@ fn render(d: &Draft, origin: &str, label: &str, name: &str) -> String {
             "\n[[features]]\nname = {}\nlo = {lo:?}\nhi = {hi:?}\nbounds = \"observed\"  # replace lo and hi by public bounds, then delete this line",
             quote(&f.name)
         );
+        if let Some(p) = &f.proposal {
+            let _ = writeln!(
+                s,
+                "# proposed by schema init (a decision about the data's shape: {});\n\
+                 # uncomment to accept:",
+                p.shape()
+            );
+            for key in p.keys() {
+                let _ = writeln!(s, "# {key}");
+            }
+        }
     }
     if !d.skipped.is_empty() {
         let _ = writeln!(

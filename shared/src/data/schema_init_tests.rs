@@ -97,3 +97,132 @@ fn bounds_round_outward() {
     let (lo, hi) = round_out(143.5, 2501.0);
     assert!(lo <= 143.5 && hi >= 2501.0 && lo >= 0.0, "{lo} {hi}");
 }
+
+/// 200 rows: a count that is 0 on 70 % of them, a skewed lab value, a symmetric age, a 0/1
+/// flag and a signed column.
+fn shapes() -> String {
+    let mut s = String::from("count,lab,age,flag,delta,y\n");
+    for i in 0..200 {
+        let count = if i % 10 < 7 { 0 } else { i % 7 + 1 };
+        let lab = 5.0 * 1.03f64.powi(i % 100);
+        let age = 30 + (i * 7) % 40;
+        let flag = i32::from(i % 4 == 0);
+        let delta = i % 11 - 5;
+        let y = if (i * 13) % 3 == 0 { "yes" } else { "no" };
+        s.push_str(&format!("{count},{lab:.2},{age},{flag},{delta},{y}\n"));
+    }
+    s
+}
+
+/// The text of feature `name`'s table in a draft.
+fn section<'a>(toml: &'a str, name: &str) -> &'a str {
+    toml.split("[[features]]")
+        .find(|t| t.contains(&format!("name = \"{name}\"")))
+        .expect("a feature table")
+}
+
+#[test]
+fn mostly_zero_and_skewed_columns_get_commented_proposals() {
+    let d = draft_of(&shapes(), "y");
+    let proposal = |name: &str| {
+        d.features
+            .iter()
+            .find(|f| f.name == name)
+            .expect("a feature")
+            .proposal
+    };
+    assert_eq!(
+        proposal("count"),
+        Some(Proposal::MostlyZero {
+            zeros: 0.7,
+            indicator: false
+        })
+    );
+    assert!(matches!(proposal("lab"), Some(Proposal::Skewed { tail }) if tail > 3.0));
+    assert_eq!(
+        proposal("flag"),
+        Some(Proposal::MostlyZero {
+            zeros: 0.75,
+            indicator: true
+        })
+    );
+    assert_eq!(proposal("age"), None, "symmetric");
+    assert_eq!(proposal("delta"), None, "negative values");
+    // Commented under their features, with the rule that fired and no statistic.
+    let count = section(&d.toml, "count");
+    assert!(
+        count.contains(
+            "# proposed by schema init (a decision about the data's shape: mostly zero, at least \
+             50 % of the values are 0);\n# uncomment to accept:\n# transform = \"log1p\"\n# typical = 0.0\n"
+        ),
+        "{count}"
+    );
+    assert!(!count.contains("70"), "{count}");
+    let lab = section(&d.toml, "lab");
+    assert!(
+        lab.contains("skewed, the 95th percentile over 3 times the median);\n# uncomment to accept:\n# transform = \"log1p\"\n")
+            && !lab.contains("typical"),
+        "{lab}"
+    );
+    let flag = section(&d.toml, "flag");
+    assert!(
+        flag.contains("# typical = 0.0") && !flag.contains("log1p"),
+        "{flag}"
+    );
+    for name in ["age", "delta"] {
+        assert!(!section(&d.toml, name).contains("proposed"), "{}", d.toml);
+    }
+    // Never an active key: the draft maps every feature from its bounds alone.
+    let schema = Schema::from_toml_str(&d.toml, "d.toml").expect("valid");
+    assert!(
+        schema.features.iter().all(|f| f.typical.is_none()
+            && f.transform == Some(crate::data::normalise::Transform::Identity))
+    );
+    // Accepted (uncommented), the keys are valid and do what they say.
+    let accepted = d
+        .toml
+        .replace("\n# transform = ", "\ntransform = ")
+        .replace("\n# typical = ", "\ntypical = ");
+    let schema = Schema::from_toml_str(&accepted, "d.toml").expect(&accepted);
+    let count = &schema.features[0];
+    assert_eq!((count.typical, count.center), (Some(0.0), Some(0.0)));
+    assert_eq!(schema.standardise(0, 0.0), 0.0);
+    assert_eq!(
+        schema.features[1].transform,
+        Some(crate::data::normalise::Transform::Log1p)
+    );
+    assert_eq!(schema.features[1].typical, None);
+}
+
+#[test]
+fn short_signed_or_constant_columns_get_no_proposal() {
+    let zeros = [0.0; MIN_VALUES];
+    assert_eq!(Proposal::of(&zeros), None, "constant");
+    let mut mostly = zeros;
+    mostly[0] = 3.0;
+    assert!(matches!(
+        Proposal::of(&mostly),
+        Some(Proposal::MostlyZero {
+            indicator: true,
+            ..
+        })
+    ));
+    assert_eq!(Proposal::of(&mostly[..MIN_VALUES - 1]), None, "too few");
+    mostly[1] = -1.0;
+    assert_eq!(Proposal::of(&mostly), None, "a negative value");
+    // Half zeros is mostly zero; the rest need not be skewed.
+    let half: Vec<f64> = (0..40)
+        .map(|i| if i % 2 == 0 { 0.0 } else { f64::from(i) })
+        .collect();
+    assert!(matches!(
+        Proposal::of(&half),
+        Some(Proposal::MostlyZero { zeros, indicator: false }) if zeros == 0.5
+    ));
+    // An exponential-like tail is skewed; a uniform one from 0 is not.
+    let exp: Vec<f64> = (1..=100)
+        .map(|i| -(1.0 - f64::from(i) / 101.0).ln())
+        .collect();
+    assert!(matches!(Proposal::of(&exp), Some(Proposal::Skewed { .. })));
+    let uniform: Vec<f64> = (1..=100).map(f64::from).collect();
+    assert_eq!(Proposal::of(&uniform), None);
+}

@@ -23,8 +23,8 @@
 //! column, e.g. ``data.csv:17: column `glucose`: not a number: "abc"``.
 //!
 //! Logging stays aggregate: the number of values clipped to the declared bounds is logged per
-//! feature, and the traps of [`crate::data::diagnose`] (a feature constant after the map, far
-//! from its centre, mostly clipped or missing), at `warn` level; rows projected onto the unit
+//! feature, and the traps of [`crate::data::diagnose`] (rows alike, a feature constant after the
+//! map, far from its centre, mostly clipped or missing), at `warn` level; rows projected onto the unit
 //! ball and missing values at `debug` level. Record values and row numbers are never logged.
 
 use std::fs::File;
@@ -43,7 +43,7 @@ use rows::{Place, Rows};
 use text::Text;
 
 /// What loading a file did, in aggregate.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LoadReport {
     /// Number of data rows loaded.
     pub rows: usize,
@@ -61,6 +61,14 @@ pub struct LoadReport {
     pub constant: Vec<String>,
     /// Rows projected onto the unit ball (ball mode; 0 otherwise).
     pub projected: usize,
+    /// How alike the mapped rows are: ‖mean row‖² / mean ‖row‖² over the columns before the
+    /// intercept ([`rows::alike`]); 1 when every row is the same point, near 0 for rows centred
+    /// on the origin. Shown to the local operator only.
+    pub alike: f64,
+    /// For every feature, in schema order: the mean of its standardised values z̄, missing ones
+    /// aside ([`Schema::standardise`]); how far its values sit from its centre, in scales, on
+    /// average. Shown to the local operator only.
+    pub mean_z: Vec<(String, f64)>,
     /// Header columns the schema does not use, in header order: ignored, and warned about, since
     /// a column the operator meant as a feature would otherwise be dropped without a word.
     pub ignored: Vec<String>,

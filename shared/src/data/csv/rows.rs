@@ -1,7 +1,19 @@
 //! The rows of a file as they are read: cells parsed against the schema (missing markers,
 //! numbers, labels), normalised, and counted — clipped, missing, projected, saturating — for
-//! [`LoadReport`]. Counts and per-feature flags only; no value leaves this module except in the
-//! dataset itself.
+//! [`LoadReport`], with two running sums for how alike the mapped rows are ([`alike`]). Counts,
+//! per-feature flags and means only; no single value leaves this module except in the dataset
+//! itself.
+//!
+//! # Rows alike
+//!
+//! With x_i the mapped rows without their intercept column, n of them,
+//!
+//! alike = ‖(1/n) Σ x_i‖² / ((1/n) Σ ‖x_i‖²),
+//!
+//! the share of the rows' mean squared norm that is their common mean: 1 − alike is the share
+//! that varies from row to row (the trace of their covariance over their second moment). It is 1
+//! when every row is the same point and near 0 for rows centred on the origin; it is 0 when every
+//! row is the origin. Two sums kept while reading give it, so it costs one pass over each row.
 
 use super::{DataError, LoadReport, RawRows, quoted};
 use crate::data::dataset::Dataset;
@@ -108,6 +120,12 @@ pub(super) struct Rows<'s> {
     clipped: Vec<usize>,
     missing: Vec<usize>,
     spread: Vec<Spread>,
+    /// Per feature, the sum of its standardised values (missing ones aside).
+    z_sum: Vec<f64>,
+    /// Σ x_i over the mapped rows' columns before the intercept.
+    row_sum: Vec<f64>,
+    /// Σ ‖x_i‖² over the same columns.
+    row_square: f64,
     projected: usize,
     /// Whether `1,5` reads as 1.5 (files separated by `;`, tab or `|`, as exported in locales
     /// whose decimal mark is a comma).
@@ -134,6 +152,9 @@ impl<'s> Rows<'s> {
             clipped: vec![0; p],
             missing: vec![0; p],
             spread: vec![spread; p],
+            z_sum: vec![0.0; p],
+            row_sum: vec![0.0; schema.dim() - usize::from(schema.intercept)],
+            row_square: 0.0,
             projected: 0,
             decimal_comma: separator != Separator::Comma,
             kept: keep_raw.then(RawRows::default),
@@ -168,6 +189,7 @@ impl<'s> Rows<'s> {
                     s.low = s.low.min(z);
                     s.high = s.high.max(z);
                     s.saturated += usize::from(z.abs() > FAR);
+                    self.z_sum[j] += z;
                 }
             }
         }
@@ -177,6 +199,11 @@ impl<'s> Rows<'s> {
         };
         let report = self.schema.normalise_row(&self.raw, &mut self.out);
         self.projected += usize::from(report.projected);
+        let k = self.row_sum.len();
+        for (s, v) in self.row_sum.iter_mut().zip(&self.out[..k]) {
+            *s += v;
+        }
+        self.row_square += self.out[..k].iter().map(|v| v * v).sum::<f64>();
         self.x.extend_from_slice(&self.out);
         self.y.push(label);
         if let Some(kept) = self.kept.as_mut() {
@@ -210,6 +237,16 @@ impl<'s> Rows<'s> {
     /// The dataset and its report.
     pub(super) fn finish(self) -> (Dataset, LoadReport) {
         let names = || self.schema.features.iter().map(|f| f.name.clone());
+        let n = self.y.len();
+        let mean_z: Vec<f64> = self
+            .z_sum
+            .iter()
+            .zip(&self.missing)
+            .map(|(&sum, &missing)| match n - missing {
+                0 => 0.0,
+                measured => sum / measured as f64,
+            })
+            .collect();
         let report = LoadReport {
             rows: self.y.len(),
             clipped: names().zip(self.clipped).collect(),
@@ -223,8 +260,21 @@ impl<'s> Rows<'s> {
                 .map(|(n, _)| n)
                 .collect(),
             projected: self.projected,
+            alike: alike(&self.row_sum, self.row_square, n),
+            mean_z: names().zip(mean_z).collect(),
             ignored: Vec::new(),
         };
         (Dataset::new(self.x, self.y, self.schema.dim()), report)
+    }
+}
+
+/// How alike `n` rows are (see the module documentation), from Σ x_i (`sum`) and Σ ‖x_i‖²
+/// (`square`): 0 when every row is the origin.
+pub fn alike(sum: &[f64], square: f64, n: usize) -> f64 {
+    if square > 0.0 && n > 0 {
+        let mean_square: f64 = sum.iter().map(|s| s * s).sum();
+        (mean_square / (n as f64 * square)).min(1.0)
+    } else {
+        0.0
     }
 }

@@ -401,3 +401,58 @@ fn rows_without_the_label_column_load_for_scoring() {
         "{e}"
     );
 }
+
+/// Ball map with z = v and row scale 1: a mapped row is its raw values, then the intercept 0.2.
+const PLAIN: &str = r#"
+name = "plain"
+[normalisation]
+row_scale = 1.0
+[csv]
+missing = ["NA"]
+[label]
+column = "y"
+positive = "1"
+negative = "0"
+[[features]]
+name = "a"
+lo = -10.0
+hi = 10.0
+center = 0.0
+scale = 1.0
+[[features]]
+name = "b"
+lo = -10.0
+hi = 10.0
+center = 0.0
+scale = 1.0
+"#;
+
+#[test]
+fn rows_alike_by_hand() {
+    let schema = Schema::from_toml_str(PLAIN, "plain.toml").expect("valid");
+    let load = |rows: &str| {
+        let text = format!("a,b,y\n{rows}");
+        read_csv(text.as_bytes(), "d.csv", &schema)
+            .expect("loads")
+            .1
+    };
+    // (0.5, 0) and (0, 0.5): mean (0.25, 0.25), ‖mean‖² = 0.125, mean ‖x‖² = 0.25.
+    let r = load("0.5,0,1\n0,0.5,0\n");
+    assert_eq!(r.alike, 0.5);
+    assert_eq!(r.mean_z, vec![("a".into(), 0.25), ("b".into(), 0.25)]);
+    // The same point twice: 1 (to rounding).
+    let r = load("0.3,0.4,1\n0.3,0.4,0\n");
+    assert!((r.alike - 1.0).abs() < 1e-12, "{}", r.alike);
+    // Opposite points: 0, the intercept (0.2 on every row) left out.
+    let r = load("0.5,0,1\n-0.5,0,0\n");
+    assert_eq!(r.alike, 0.0);
+    assert_eq!(r.mean_z[0].1, 0.0);
+    // A missing value maps to z = 0 in the row but is left out of z̄. Rows (0, 0.5) and
+    // (0.3, 0.5): mean (0.15, 0.5), ‖mean‖² = 0.2725, mean ‖x‖² = (0.25 + 0.34)/2 = 0.295.
+    let r = load("NA,0.5,1\n0.3,0.5,0\n");
+    assert!((r.alike - 0.2725 / 0.295).abs() < 1e-12, "{}", r.alike);
+    assert!((r.mean_z[0].1 - 0.3).abs() < 1e-15);
+    // Every row at the origin: 0.
+    assert_eq!(load("0,0,1\n0,0,0\n").alike, 0.0);
+    assert_eq!(rows::alike(&[2.0, 0.0], 4.0, 2), 0.5);
+}

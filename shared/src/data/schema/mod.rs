@@ -28,6 +28,8 @@
 //! unit = 1.0                  # ball, log1p only: > 0, with lo > −unit
 //! center = 140.0              # ball: finite; with scale, or neither (then from the bounds)
 //! scale = 40.0                # ball: > 0
+//! # typical = 0.0             # ball, without center and scale: a raw value in [lo, hi] the
+//! #                           #   bounds rule centres on (z = 0) instead of their middle
 //! missing = 0.0               # optional: a number or text (or a list) meaning "not measured"
 //! source = "WHO 1999 / ADA"   # optional: where center and scale come from
 //! # bounds = "observed"       # written by `schema init`: lo/hi read off the data, refused
@@ -46,7 +48,8 @@
 //!
 //! The same holds for the centres and scales of ball mode: they are written by hand from domain
 //! knowledge or published reference values (cited in the schema's comments and `source`), or
-//! derived from the declared bounds by [`bounds_rule`], never computed from the data. A draft
+//! derived from the declared bounds (and a declared `typical` value) by [`bounds_rule`], never
+//! computed from the data. A draft
 //! from `dpagg-node schema init` does hold bounds observed in the data, marked
 //! `bounds = "observed"`; [`Schema::require_public_bounds`] refuses it on every release path.
 //!
@@ -110,6 +113,10 @@ pub struct FeatureSpec {
     /// Ball mode: the public scale of T(v), > 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale: Option<f64>,
+    /// Ball mode, in place of `center` and `scale`: a typical raw value within [lo, hi] (0 for a
+    /// mostly-zero count) that the bounds rule maps to z = 0 ([`bounds_rule`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typical: Option<f64>,
     /// Values meaning "not measured" (numbers and cell texts, see [`markers`]): mapped to the
     /// centre (z = 0), never clipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -144,6 +151,7 @@ impl FeatureSpec {
             unit: None,
             center: None,
             scale: None,
+            typical: None,
             missing: None,
             source: None,
             bounds: None,
@@ -164,14 +172,18 @@ impl FeatureSpec {
     }
 
     /// The raw value that stands for a missing one in raw-unit releases: T⁻¹(center), the value
-    /// the ball map sends to 0 (where it sends a missing value), clipped to [lo, hi]; the middle
-    /// of [lo, hi] when no `center` is declared. `center` is in transformed units, so for a
-    /// `log1p` feature this is unit·(e^center − 1), not `center` itself.
+    /// the ball map sends to 0 (where it sends a missing value), clipped to [lo, hi]; without a
+    /// `center`, the declared `typical` value, else the middle of [lo, hi]. `center` is in
+    /// transformed units, so for a `log1p` feature this is unit·(e^center − 1), not `center`
+    /// itself; a centre the rule took from `typical` gives `typical` back exactly.
     pub fn raw_of_center(&self) -> f64 {
-        let raw = match (self.center, self.transform.unwrap_or_default()) {
-            (None, _) => self.lo / 2.0 + self.hi / 2.0,
-            (Some(c), Transform::Identity) => c,
-            (Some(c), Transform::Log1p) => self.unit.unwrap_or(1.0) * c.exp_m1(),
+        let raw = match (self.center, self.typical) {
+            (None, typical) => typical.unwrap_or(self.lo / 2.0 + self.hi / 2.0),
+            (Some(c), Some(t)) if c == self.transform(t) => t,
+            (Some(c), _) => match self.transform.unwrap_or_default() {
+                Transform::Identity => c,
+                Transform::Log1p => self.unit.unwrap_or(1.0) * c.exp_m1(),
+            },
         };
         raw.clamp(self.lo, self.hi)
     }
@@ -183,6 +195,7 @@ impl FeatureSpec {
             ("unit", self.unit.is_some()),
             ("center", self.center.is_some()),
             ("scale", self.scale.is_some()),
+            ("typical", self.typical.is_some()),
         ]
         .into_iter()
         .filter_map(|(k, present)| present.then_some(k))
@@ -271,6 +284,7 @@ impl Schema {
                 message: one_line(e.message()),
             }
         })?;
+        schema.validate_declared(origin)?;
         schema.validated(origin)
     }
 
@@ -285,8 +299,8 @@ impl Schema {
     }
 
     /// In ball mode, writes every default (the table itself, row scale, intercept constant,
-    /// transform, unit, and a feature's centre and scale from its bounds by [`bounds_rule`] when
-    /// it declares neither) into the schema, so that its fingerprint covers the map actually
+    /// transform, unit, and a feature's centre and scale from its bounds and `typical` by
+    /// [`bounds_rule`] when it declares neither) into the schema, so that its fingerprint covers the map actually
     /// used.
     fn fill_ball_defaults(&mut self) {
         if self.mode() != MapMode::Ball {

@@ -401,3 +401,101 @@ fn raw_of_center_is_what_the_map_sends_to_zero() {
     f.center = Some(-3.0);
     assert_eq!(f.raw_of_center(), 0.0, "clipped to [lo, hi]");
 }
+
+const COUNTS: &str = r#"
+name = "counts"
+[label]
+column = "y"
+positive = "yes"
+negative = "no"
+[[features]]
+name = "visits"
+lo = 0.0
+hi = 99.0
+transform = "log1p"
+typical = 0.0
+[[features]]
+name = "age"
+lo = 18.0
+hi = 100.0
+"#;
+
+#[test]
+fn typical_moves_the_centre_and_is_fingerprinted_only_when_present() {
+    let s = Schema::from_toml_str(COUNTS, "counts.toml").expect("valid");
+    let f = &s.features[0];
+    assert_eq!(f.center, Some(0.0));
+    assert!((f.scale.expect("filled") - 100f64.ln() / 3.0).abs() < 1e-15);
+    assert_eq!(s.standardise(0, 0.0), 0.0, "the typical value is z = 0");
+    assert!((s.standardise(0, 99.0) - 3.0).abs() < 1e-12);
+    assert_eq!(f.raw_of_center(), 0.0, "a missing value stands at typical");
+    let mut bare = FeatureSpec::bounded("v", 0.0, 10.0);
+    bare.typical = Some(2.0);
+    assert_eq!(
+        bare.raw_of_center(),
+        2.0,
+        "typical before the rule fills center"
+    );
+    // Part of the fingerprint; absent, the schema is the one it was before the key existed.
+    let other = Schema::from_toml_str(&COUNTS.replace("typical = 0.0", "typical = 1.0"), "x")
+        .expect("valid");
+    assert_ne!(other.fingerprint(), s.fingerprint());
+    let without =
+        Schema::from_toml_str(&COUNTS.replace("typical = 0.0\n", ""), "x").expect("valid");
+    let json = serde_json::to_string(&without).expect("serialises");
+    assert!(!json.contains("typical"), "{json}");
+    assert_ne!(without.features[0].center, Some(0.0));
+    // A model's map read back (every default written in) validates again.
+    let back: Schema =
+        serde_json::from_str(&serde_json::to_string(&s).expect("json")).expect("parses");
+    assert_eq!(back.validated("model.json").expect("valid"), s);
+    // The paper map drops it.
+    let paper = s.paper_map();
+    assert!(paper.features.iter().all(|f| f.typical.is_none()));
+    assert_eq!(paper.fingerprint(), without.paper_map().fingerprint());
+}
+
+#[test]
+fn a_bad_typical_is_a_one_line_error_naming_the_key() {
+    let cases = [
+        (
+            "typical = 0.0",
+            "typical = 120.0",
+            "feature `visits` typical: must be within [lo, hi]",
+        ),
+        (
+            "typical = 0.0",
+            "typical = -1.0",
+            "feature `visits` typical: must be within [lo, hi]",
+        ),
+        (
+            "typical = 0.0",
+            "typical = nan",
+            "feature `visits` typical: must be finite",
+        ),
+        (
+            "typical = 0.0",
+            "typical = inf",
+            "feature `visits` typical: must be finite",
+        ),
+        (
+            "typical = 0.0",
+            "typical = 0.0\ncenter = 1.0\nscale = 1.0",
+            "feature `visits` typical: declare typical, or center and scale, not both",
+        ),
+        (
+            "transform = \"log1p\"\ntypical = 0.0",
+            "typical = 0.0\n[normalisation]\nmode = \"paper\"",
+            "feature `visits` typical: only used in ball mode",
+        ),
+    ];
+    for (from, to, want) in cases {
+        assert!(COUNTS.contains(from), "{from}");
+        let e = err(&COUNTS.replacen(from, to, 1));
+        let msg = e.to_string();
+        assert!(matches!(e, SchemaError::Normalisation { .. }), "{msg}");
+        assert!(msg.starts_with("bad.schema.toml: "), "{msg}");
+        assert!(msg.contains(want), "{msg} does not contain {want}");
+        assert!(!msg.contains('\n'), "{msg}");
+    }
+}

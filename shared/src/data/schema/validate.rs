@@ -1,6 +1,11 @@
 //! [`Schema`]'s invariants: names, bounds, label values, missing markers, and the ball-mode keys
 //! (checked after the ball defaults are filled in, so a centre and scale absent together were
 //! derived from the bounds). Every failure is one [`SchemaError`] line naming the file and key.
+//!
+//! A schema as written (TOML, [`Schema::from_toml_str`]) may declare `typical` only in place of
+//! `center` and `scale`, since the bounds rule derives both from it. A schema with its defaults
+//! written in (a model's map read back, an agreed map applied) holds all three, and is checked
+//! without that rule.
 
 use super::{FeatureSpec, Markers, Schema, SchemaError};
 use crate::data::normalise::{MapMode, Transform};
@@ -85,6 +90,25 @@ impl Schema {
             });
         }
         Ok(())
+    }
+
+    /// Checks what only a written schema must satisfy, before any default is filled in: a
+    /// feature declares `typical` or `center` and `scale`, not both.
+    pub(super) fn validate_declared(&self, origin: &str) -> Result<(), SchemaError> {
+        match self
+            .features
+            .iter()
+            .find(|f| f.typical.is_some() && (f.center.is_some() || f.scale.is_some()))
+        {
+            None => Ok(()),
+            Some(f) => Err(SchemaError::Normalisation {
+                origin: origin.to_owned(),
+                field: format!("feature `{}` typical", f.name),
+                message: "declare typical, or center and scale, not both (the bounds rule \
+                          derives center and scale from typical)"
+                    .into(),
+            }),
+        }
     }
 
     /// Checks the `[normalisation]` table and the ball-mode keys of every feature: required and in
@@ -200,6 +224,13 @@ fn check_ball_feature(f: &FeatureSpec) -> Result<(), (&'static str, &'static str
                 "unit",
                 "log1p needs lo > −unit (ln(1 + v/unit) of every clipped value)",
             ));
+        }
+        _ => {}
+    }
+    match f.typical {
+        Some(t) if !t.is_finite() => return Err(("typical", "must be finite")),
+        Some(t) if !(f.lo..=f.hi).contains(&t) => {
+            return Err(("typical", "must be within [lo, hi] (a raw value)"));
         }
         _ => {}
     }
