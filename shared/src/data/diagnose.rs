@@ -21,18 +21,20 @@
 //! from row to row, which is all a learner can use, while its privacy noise is calibrated to
 //! rows of norm up to 1. Non-negative mostly-zero or skewed features with bounds [0, hi] put
 //! nearly every value at z ≈ −3, so the rows are long vectors in nearly one direction: alike
-//! near 1. Above [`ALIKE`] = 0.9 (less than a tenth of the rows' squared norm varies) it is a
+//! near 1. Above [`ALIKE`] = 0.8 (less than a fifth of the rows' squared norm varies) it is a
 //! trap in ball mode, naming the features whose values sit furthest from their centres (the
 //! largest |z̄|), with the fix: a declared `typical` (what `schema init` proposes), `center` and
-//! `scale`, or an agreed map. The threshold leaves alone the bounds-only schemas of the bundled
-//! files (`data/*.bounds.toml`: 0.77 Diabetes, 0.84 Breast Cancer, 0.59 digits), on which the
-//! default map gives the private learners more than the paper map did (EXPERIMENTS.md, "Your
-//! own data"), and docs/own-data.md's example (0.73); mostly-zero counts with bounds [0, hi]
-//! give 0.95 and more (0.97 in this module's test), and under 0.3 once their zeros are declared
-//! typical. It is a coarse measure: the EHR-like tables of [`crate::data::ehr`] (d = 50 to 200,
-//! 2,000 rows) give 0.84 to 0.88, below the threshold, as close to 1 as Breast Cancer's
-//! bounds-only schema; an agreed map remains their remedy. The paper map (`mode = "paper"`,
-//! kept for the paper's experiments) is not judged: its remedies are ball mode's keys.
+//! `scale`, or an agreed map. Where the threshold sits was read off the wide tables measured in
+//! EXPERIMENTS.md ("Wide tables with public bounds only"): Breast Cancer's bounds-only schema
+//! (`data/breast_cancer.bounds.toml`, 0.84) and the EHR-like tables of [`crate::data::ehr`]
+//! (0.84 to 0.88) are where private learners under the schema's map know least (mirror
+//! averaging 0.68 and 0.56 at ε = 1, against 0.93 and 0.67 under an agreed map), so they are
+//! traps; Diabetes' bounds-only schema (0.77), digits' (0.59, whose learners suffer from its 64
+//! columns, not from alike rows) and docs/own-data.md's example (0.73) are not, nor is any
+//! hand-written schema (below 0.5). Mostly-zero counts with bounds [0, hi] give 0.95 and more
+//! (0.97 in this module's test), and under 0.3 once their zeros are declared typical. The paper
+//! map (`mode = "paper"`, kept for the paper's experiments) is not judged: its remedies are ball
+//! mode's keys.
 //!
 //! Rows projected onto the ball are not a trap by themselves: the default map projects most rows
 //! by design, so that the rows use the whole ball (`schema/bounds_rule.rs`; `check` prints the
@@ -52,7 +54,7 @@ pub const CLIPPED_SHARE: f64 = 0.05;
 /// Share of missing values above which a feature is "almost all missing".
 pub const MISSING_SHARE: f64 = 0.9;
 /// Rows alike ([`LoadReport::alike`]) above which the map is a trap (ball mode; module docs).
-pub const ALIKE: f64 = 0.9;
+pub const ALIKE: f64 = 0.8;
 /// How many features the rows-alike finding names.
 const ALIKE_NAMED: usize = 3;
 
@@ -384,24 +386,26 @@ hi = 90
     }
 
     #[test]
-    fn the_bundled_bounds_only_schemas_are_not_alike() {
+    fn breast_cancer_bounds_only_is_a_trap_and_diabetes_and_digits_are_not() {
         use crate::data::bundled::Bundled;
         let bounds = [
             (
                 Bundled::Diabetes,
                 include_str!("../../../data/diabetes.bounds.toml"),
                 0.77,
+                false,
             ),
             (
                 Bundled::BreastCancer,
                 include_str!("../../../data/breast_cancer.bounds.toml"),
                 0.84,
+                true,
             ),
         ];
-        for (b, text, documented) in bounds {
+        for (b, text, documented, trap) in bounds {
             let schema = Schema::from_toml_str(text, "bounds.toml").expect("valid");
             let (_, report) = b.load_with(&schema);
-            assert!(report.alike < ALIKE, "{b:?}: {}", report.alike);
+            assert_eq!(report.alike > ALIKE, trap, "{b:?}: {}", report.alike);
             assert!(
                 (report.alike - documented).abs() < 0.005,
                 "{b:?}: {}",
