@@ -401,3 +401,46 @@ fn curves_with_infinite_orders_round_trip() {
     let back = decode_curve(&encode_curve(&c)).expect("decodes");
     assert_eq!(back, c);
 }
+
+/// A data release — e.g. the per-class moments a pooled agreed map is derived from — reads its
+/// rows only once its charge is durably in the ledger: another connection to the same database
+/// sees the spend from inside `make`, and a refused charge never reaches `make`.
+#[test]
+fn a_data_release_is_charged_before_its_rows_are_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let (stored, new) = store
+        .publish_data(
+            "moments-gaussian:fp:1",
+            "moments-gaussian",
+            &policy(2.0, 1e-5),
+            pure(1.5),
+            HOUR,
+            |_| {
+                // Another process's view of the ledger at the moment the rows would be read.
+                let other = Store::open(dir.path()).expect("a second connection");
+                assert_eq!(other.spent().expect("spent").epsilon, 1.5);
+                Ok((b"payload".to_vec(), 1))
+            },
+        )
+        .expect("published");
+    assert!(new);
+    assert_eq!(stored.guarantee.epsilon, 1.5);
+    let mut read = false;
+    let e = store
+        .publish_data(
+            "moments-gaussian:fp:2",
+            "moments-gaussian",
+            &policy(2.0, 1e-5),
+            pure(1.0),
+            HOUR,
+            |_| {
+                read = true;
+                Ok((Vec::new(), 2))
+            },
+        )
+        .expect_err("over the total");
+    assert!(matches!(e, PublishError::Refused(_)), "{e}");
+    assert!(!read, "a refused charge never reads the rows");
+    assert_eq!(store.spent().expect("spent").epsilon, 1.5);
+}
