@@ -111,8 +111,17 @@ fn standardise(
         });
     }
     let correlation = DMatrix::from_fn(p, p, |i, j| sigma[(i, j)] / (scale[i] * scale[j]));
+    // Without both classes there is no class difference: the directions are then principal
+    // components only.
     let [neg, pos] = &labelled.classes;
-    let difference = DVector::from_fn(p, |j, _| (pos.mean[j] - neg.mean[j]) / scale[j]);
+    let both = neg.count > 0.0 && pos.count > 0.0;
+    let difference = DVector::from_fn(p, |j, _| {
+        if both {
+            (pos.mean[j] - neg.mean[j]) / scale[j]
+        } else {
+            0.0
+        }
+    });
     Ok(Standardised {
         centre,
         scale,

@@ -214,3 +214,22 @@ fn a_constant_feature_keeps_the_bounds_rule_scale() {
     let f = FeatureSpec::bounded("x", 0.0, 1.0);
     assert_eq!(f.transform(0.5), 0.5);
 }
+
+#[test]
+fn one_class_only_gives_principal_directions() {
+    let schema = counts_schema(5);
+    let (rows, _) = counts(200, 5);
+    let labels = vec![true; rows.len()];
+    let map = derive(
+        &schema,
+        &Summaries::of_rows(&rows, &labels),
+        Components::Subspace(2),
+        "one class",
+    )
+    .expect("derives");
+    let s = map.subspace.expect("a subspace");
+    assert_eq!(s.components(), 2);
+    assert!(s.directions.iter().flatten().all(|v| v.is_finite()));
+    let d: f64 = s.directions[0].iter().zip(&s.directions[1]).map(|(a, b)| a * b).sum();
+    assert!(d.abs() < 1e-9, "orthogonal: {d}");
+}

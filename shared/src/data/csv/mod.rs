@@ -143,6 +143,16 @@ pub fn read_csv_with_raw<R: std::io::Read>(
     read(reader, origin, schema, Label::Required, true).map(|r| (r.dataset, r.raw, r.report))
 }
 
+/// [`read_csv_with_raw`] without logging the traps (the caller reports them, or the file is a
+/// table the lab ships, whose traps are known).
+pub fn read_csv_with_raw_quietly<R: std::io::Read>(
+    reader: R,
+    origin: &str,
+    schema: &Schema,
+) -> Result<(Dataset, RawRows, LoadReport), DataError> {
+    read(reader, origin, schema, Label::Check, true).map(|r| (r.dataset, r.raw, r.report))
+}
+
 /// Reads CSV text from `reader` against `schema` and returns the normalised dataset with a report
 /// of how many values were clipped. `origin` (usually the file name) starts every error message.
 pub fn read_csv<R: std::io::Read>(
