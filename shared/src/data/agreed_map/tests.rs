@@ -230,6 +230,10 @@ fn one_class_only_gives_principal_directions() {
     let s = map.subspace.expect("a subspace");
     assert_eq!(s.components(), 2);
     assert!(s.directions.iter().flatten().all(|v| v.is_finite()));
-    let d: f64 = s.directions[0].iter().zip(&s.directions[1]).map(|(a, b)| a * b).sum();
+    let d: f64 = s.directions[0]
+        .iter()
+        .zip(&s.directions[1])
+        .map(|(a, b)| a * b)
+        .sum();
     assert!(d.abs() < 1e-9, "orthogonal: {d}");
 }
