@@ -23,6 +23,7 @@
 //! max_epsilon_per_release = 2.0
 //! allow_remote_publish = false        # PublishLearner from clients
 //! allow_unproven = false              # releases whose guarantee is not proven (refused)
+//! accept_traps = false                # learners over a schema `check --strict` fails (refused)
 //! max_training_seconds = 120          # training of one release stops after this (no charge)
 //! ```
 //!
@@ -150,6 +151,10 @@ pub struct PolicySettings {
     /// Publish releases whose guarantee is not proven for the algorithm as run.
     #[arg(long, env = "DPAGG_ALLOW_UNPROVEN", default_value = "false")]
     pub allow_unproven: Option<bool>,
+    /// Publish learners although the schema fails `dpagg-node check --strict` on this node's
+    /// data (its traps); every such release records it (parameter `traps_accepted` = 1).
+    #[arg(long, env = "DPAGG_ACCEPT_TRAPS", num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    pub accept_traps: Option<bool>,
     /// Longest training of one release, in seconds; no request can raise it (longer training
     /// stops, releasing and charging nothing).
     #[arg(
@@ -175,6 +180,9 @@ pub struct Policy {
     /// Whether the node publishes releases whose guarantee is not proven for the algorithm as
     /// run (e.g. `gibbs-posterior-unproven`, the `mvn-synthetic` data kind). Off by default.
     pub allow_unproven: bool,
+    /// Whether the node publishes learners although `check --strict` finds traps in its schema
+    /// and data (each such release records it). Off by default.
+    pub accept_traps: bool,
     /// The server-side cap on one release's training time, in seconds.
     pub max_training_seconds: f64,
 }
@@ -416,6 +424,9 @@ fn resolve_policy(l: &mut Layers<'_, Settings>) -> Result<Policy, ConfigError> {
         allow_unproven: l
             .require("policy.allow_unproven", |s| s.policy.allow_unproven.take())?
             .value,
+        accept_traps: l
+            .require("policy.accept_traps", |s| s.policy.accept_traps.take())?
+            .value,
         max_training_seconds: l
             .require("policy.max_training_seconds", |s| {
                 s.policy.max_training_seconds.take()
@@ -565,6 +576,7 @@ mod tests {
             max_epsilon_per_release: None,
             allow_remote_publish: false,
             allow_unproven: false,
+            accept_traps: false,
             max_training_seconds: 120.0,
         };
         assert!(policy.below_spent(1.0, 1e-5).is_empty());

@@ -241,6 +241,7 @@ fn reason(e: &PublishError) -> &'static str {
         PublishError::Refused(Refusal::Exhausted { .. }) => "refused_budget",
         PublishError::Refused(Refusal::OverCap { .. }) => "refused_cap",
         PublishError::Unproven(_) => "refused_unproven",
+        PublishError::Traps(_) => "refused_traps",
         PublishError::TooSlow { .. } => "refused_too_slow",
         PublishError::Mechanism(_) | PublishError::Data(_) | PublishError::Map(_) => {
             "refused_invalid"

@@ -12,7 +12,9 @@ use crate::metrics::Metrics;
 use crate::store::{PublishError, Spent, Store, StoreError, StoredData, data_key};
 use dpagg_shared::Dataset;
 use dpagg_shared::data::agreed_map::AgreedMap;
+use dpagg_shared::data::csv::rows::alike_of;
 use dpagg_shared::data::csv::{DataError, RawRows, load_csv_with_raw};
+use dpagg_shared::data::diagnose::{Finding, agreed_map_findings, findings};
 use dpagg_shared::data::normalise::MapMode;
 use dpagg_shared::data::schema::{Schema, SchemaError};
 use dpagg_shared::privacy::accounting::admission::BudgetPolicy;
@@ -49,6 +51,17 @@ pub enum NodeError {
     /// The state folder's files can be read by other users.
     #[error("{0}")]
     StateReadable(String),
+    /// `dpagg-node check --strict` finds traps and the policy does not accept them (`serve`).
+    #[error(
+        "{schema}: `dpagg-node check --strict` fails on this node's data: {}; the node serves no learner over them (fix the schema, or start with --accept-traps / policy.accept_traps = true, which every release records)",
+        .findings.join("; ")
+    )]
+    Traps {
+        /// The schema file.
+        schema: String,
+        /// The findings, as `check` prints them.
+        findings: Vec<String>,
+    },
 }
 
 /// Refuses a state folder whose ledger or lock other users can read (created by an older
@@ -76,6 +89,10 @@ fn check_private_state(state_dir: &std::path::Path) -> Result<(), NodeError> {
         exposed.join(" ")
     )))
 }
+
+/// The release parameter that says its node's operator accepted the traps `check --strict`
+/// finds (`policy.accept_traps`): 1 when set, absent otherwise.
+pub const TRAPS_ACCEPTED: &str = "traps_accepted";
 
 /// Budget as the node reports it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -129,6 +146,9 @@ pub struct Node {
     cancel: Arc<AtomicBool>,
     /// Requests, releases, trainings and the budget, for `metrics_listen`.
     pub metrics: Arc<Metrics>,
+    /// What `dpagg-node check --strict` finds in the schema on this node's data (shown to the
+    /// operator only; [`Node::traps_for`]).
+    traps: Vec<Finding>,
 }
 
 impl Node {
@@ -153,6 +173,7 @@ impl Node {
             clipped = report.total_clipped(),
             "loaded the organisation's data"
         );
+        let traps = findings(&schema, &report);
         let spent = store.spent()?;
         if let Some(below) = config
             .policy
@@ -176,7 +197,35 @@ impl Node {
             raw: Arc::new(raw),
             cancel: Arc::new(AtomicBool::new(false)),
             metrics: Arc::new(Metrics::new()),
+            traps,
         })
+    }
+
+    /// Refuses to serve over the traps `check --strict` finds under the schema's own map,
+    /// unless the policy accepts them: `serve` calls this before it listens, so a client asking
+    /// without an agreed map is never refused for them.
+    pub fn require_no_traps(&self, schema_path: &std::path::Path) -> Result<(), NodeError> {
+        if self.traps.is_empty() || self.policy.accept_traps {
+            return Ok(());
+        }
+        Err(NodeError::Traps {
+            schema: schema_path.display().to_string(),
+            findings: self.traps.iter().map(ToString::to_string).collect(),
+        })
+    }
+
+    /// The traps that hold for a release for `spec` trained on `rows`: those `check --strict`
+    /// finds, or — under an agreed map, which replaces the schema's centres and scales — those
+    /// that do not depend on them and rows alike measured on the mapped rows.
+    fn traps_for(&self, spec: &LearnerSpec, rows: &Dataset) -> Vec<String> {
+        let traps = match &spec.map {
+            None => self.traps.clone(),
+            Some(_) => {
+                let columns = rows.dim() - usize::from(self.schema.intercept);
+                agreed_map_findings(&self.traps, alike_of(rows, columns))
+            }
+        };
+        traps.iter().map(ToString::to_string).collect()
     }
 
     /// Stops every training in progress (at shutdown, so that the node ends within its grace
@@ -340,6 +389,12 @@ impl Node {
         // An agreed map is checked against the public schema before anything is charged; the
         // release is keyed and fingerprinted by the schema with the map applied.
         let (fingerprint, data) = self.rows_for(spec)?;
+        // Traps are refused before anything is charged, unless the operator accepts them.
+        let traps = self.traps_for(spec, &data);
+        if !traps.is_empty() && !self.policy.accept_traps {
+            return Err(PublishError::Traps(traps));
+        }
+        let accepted = self.policy.accept_traps;
         // A release that cannot finish in time is refused before it is charged; one published
         // before is returned whatever the limit is now.
         if self.store.for_spec(spec, &fingerprint)?.is_none()
@@ -370,7 +425,16 @@ impl Node {
                 // client's, the deadline is the node's.
                 let limit = Duration::from_secs_f64(self.policy.max_training_seconds);
                 let stop = Stop::on_flag(self.cancel.clone()).with_deadline(Instant::now() + limit);
-                mechanism.release_until(&data, &mut noise, &stop)
+                let mut release = mechanism.release_until(&data, &mut noise, &stop)?;
+                if accepted {
+                    // The operator's decision, recorded whether or not traps were found here
+                    // (so the record reads nothing off the data).
+                    release
+                        .metadata
+                        .parameters
+                        .insert(TRAPS_ACCEPTED.to_owned(), 1.0);
+                }
+                Ok(release)
             },
         )?;
         if new {

@@ -71,6 +71,7 @@ pub(crate) fn serve(config: NodeConfig, out: &mut Out) -> Result<()> {
         let lock = ServeLock::acquire(&config.state_dir, &config.organisation_id)?;
         Ok((lock, Node::load(&config)?))
     })?;
+    node.require_no_traps(&config.schema)?;
     let node = Arc::new(node);
     runtime()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind(config.listen)

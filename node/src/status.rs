@@ -33,6 +33,10 @@ pub fn publish_status(e: &PublishError) -> Status {
             Status::failed_precondition(e.to_string())
         }
         PublishError::Unproven(_) => Status::failed_precondition(e.to_string()),
+        PublishError::Traps(_) => Status::failed_precondition(
+            "this node's operator has not accepted the traps `dpagg-node check --strict` finds \
+             in its schema under this request's map (nothing was charged)",
+        ),
         PublishError::Map(_) => Status::invalid_argument(e.to_string()),
         PublishError::Mechanism(
             MechanismError::InvalidParameter { .. }

@@ -158,6 +158,9 @@ pub struct Fetched {
     pub certificate_identity: Option<String>,
     /// The schema fingerprint from `Describe`.
     pub described_fingerprint: String,
+    /// The schema's TOML text from `Describe` (public; read only to name the keys of a
+    /// mismatch, within the reply's size cap).
+    pub described_schema: String,
     /// The learner.
     pub learner: pb::PrivateLearner,
 }
@@ -361,6 +364,7 @@ async fn attempt(
         organisation_id: described.organisation_id,
         certificate_identity: certified,
         described_fingerprint: clean(&described.schema_fingerprint, 128),
+        described_schema: described.schema_toml,
         learner,
     })
 }

@@ -214,6 +214,7 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         dim: own.learners.dim(),
         fingerprint: &fingerprint,
         public_fingerprint: &public_fingerprint,
+        public_schema: Some(&public),
         accept: config.accept,
         request: &request,
     };

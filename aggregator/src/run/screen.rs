@@ -7,7 +7,7 @@
 
 use crate::run::fetch::{Exclusion, NodeOutcome};
 use crate::run::trust::{SignatureView, Trust};
-use crate::run::validate::{Context as Check, validate};
+use crate::run::validate::{Context as Check, explain_mismatch, validate};
 use dpagg_shared::privacy::release::PublishedLearner;
 use std::collections::{BTreeSet, HashMap};
 
@@ -120,7 +120,8 @@ fn checked(
             served,
             certificate_identity,
         }),
-        Err(v) => {
+        Err(mut v) => {
+            explain_mismatch(&mut v, &f.described_schema, check);
             o.result = Err(Exclusion::Invalid(v));
             None
         }

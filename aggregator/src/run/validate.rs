@@ -7,8 +7,10 @@
 //! for — it is a release of that spec. Anything else is excluded with a [`Violation`] naming why.
 
 use crate::run::config::{Acceptance, LearnerRequest};
+use crate::run::fetch::{MAX_TEXT, clean};
 use dpagg_proto::convert::WireError;
 use dpagg_proto::v1 as pb;
+use dpagg_shared::data::schema::Schema;
 use dpagg_shared::privacy::guarantee::NeighbourRelation;
 use dpagg_shared::privacy::release::PublishedLearner;
 
@@ -79,12 +81,20 @@ pub enum Violation {
         max: f64,
     },
     /// Trained under another schema.
-    #[error("schema mismatch: learner fingerprint {theirs}, ours {ours}")]
+    #[error(
+        "schema mismatch{}: learner fingerprint {}, ours {}",
+        differs_text(differs),
+        short_fingerprint(theirs),
+        short_fingerprint(ours)
+    )]
     SchemaMismatch {
         /// Its fingerprint.
         theirs: String,
         /// Ours.
         ours: String,
+        /// The keys in which the node's described schema differs from ours
+        /// ([`explain_mismatch`]; empty until it is filled in).
+        differs: Vec<String>,
     },
     /// Made with seeded noise.
     #[error("seeded release: its noise came from a seeded generator, so it has no privacy")]
@@ -151,6 +161,9 @@ pub struct Context<'a> {
     pub fingerprint: &'a str,
     /// The public schema's fingerprint, which every node must describe.
     pub public_fingerprint: &'a str,
+    /// The public schema itself, to name the keys a node's schema differs in (`None`: only
+    /// the fingerprints are compared).
+    pub public_schema: Option<&'a Schema>,
     /// The policy.
     pub accept: Acceptance,
     /// What was asked for.
@@ -165,6 +178,52 @@ impl From<WireError> for Violation {
             _ => Self::Malformed(e),
         }
     }
+}
+
+/// " (the node's schema differs in: …)" for a mismatch's differences, or nothing; first in
+/// the message, since a report keeps its first [`MAX_TEXT`] characters.
+fn differs_text(differs: &[String]) -> String {
+    if differs.is_empty() {
+        String::new()
+    } else {
+        format!(" (the node's schema differs in: {})", differs.join("; "))
+    }
+}
+
+/// A fingerprint's first 16 characters (enough to tell two apart by eye).
+fn short_fingerprint(f: &str) -> String {
+    match f.char_indices().nth(16) {
+        Some((at, _)) => format!("{}…", &f[..at]),
+        None => f.to_owned(),
+    }
+}
+
+/// Names what a schema mismatch is about: the keys in which `described_schema` (the TOML text
+/// the node's `Describe` served, public) differs from the public schema, or — when they agree —
+/// that the learner was trained under another agreed map. Each key is cleaned of control
+/// characters, since a node wrote it.
+pub fn explain_mismatch(v: &mut Violation, described_schema: &str, cx: &Context<'_>) {
+    let (Violation::SchemaMismatch { differs, .. }, Some(ours)) = (v, cx.public_schema) else {
+        return;
+    };
+    *differs = match Schema::from_toml_str(described_schema, "the node's schema") {
+        Ok(theirs) => {
+            let keys = ours.differences(&theirs);
+            if keys.is_empty() {
+                vec![
+                    "nothing of the node's schema: the learner was trained under another \
+                     agreed map than this run's (or none)"
+                        .to_owned(),
+                ]
+            } else {
+                keys
+            }
+        }
+        Err(e) => vec![format!("the node's described schema does not read: {e}")],
+    }
+    .iter()
+    .map(|d| clean(d, MAX_TEXT))
+    .collect();
 }
 
 /// Reads `learner` (whose node described its schema as `described_fingerprint`) and checks it:
@@ -269,6 +328,7 @@ fn check_provenance(
                 return Err(Violation::SchemaMismatch {
                     theirs: theirs.to_owned(),
                     ours: ours.to_owned(),
+                    differs: Vec::new(),
                 });
             }
         }
@@ -360,6 +420,7 @@ mod tests {
                 dim: 3,
                 fingerprint: FP,
                 public_fingerprint: FP,
+                public_schema: None,
                 accept: accept(),
                 request: &r,
             },
@@ -460,6 +521,7 @@ mod tests {
             dim: 3,
             fingerprint: FP,
             public_fingerprint: FP,
+            public_schema: None,
             accept: accept(),
             request: &r,
         };
@@ -475,6 +537,7 @@ mod tests {
             dim: 3,
             fingerprint: FP,
             public_fingerprint: FP,
+            public_schema: None,
             accept: accept(),
             request: &r,
         };

@@ -103,6 +103,15 @@ pub enum PublishError {
         /// `stopped` or `failed`.
         reason: String,
     },
+    /// `dpagg-node check --strict` finds traps in the schema on this node's data (under the
+    /// spec's agreed map, if any) and the policy does not accept them: refused before any
+    /// charge. The findings name local facts (shares of values, features): a remote caller is
+    /// told only that the operator has not accepted them (`status.rs`).
+    #[error(
+        "the schema fails `dpagg-node check --strict` on this node's data: {}; nothing was charged (fix the schema, or publish anyway with --accept-traps / policy.accept_traps = true, which every release records)",
+        .0.join("; ")
+    )]
+    Traps(Vec<String>),
     /// The same spec is being trained right now (by this node or a `publish` beside it).
     #[error("a release for this spec is being trained now; ask again when it is done")]
     InProgress,

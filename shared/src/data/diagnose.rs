@@ -67,6 +67,18 @@ pub struct Finding {
     pub problem: String,
     /// What to do.
     pub fix: String,
+    /// True when the finding is about the schema's own centres and scales (a centre outside its
+    /// bounds, values far from their centre, rows alike): an agreed map, which replaces them,
+    /// is judged on its own mapped rows instead ([`agreed_map_findings`]).
+    pub follows_map: bool,
+}
+
+impl Finding {
+    /// The same finding, marked as one about the schema's own centres and scales.
+    fn about_map(mut self) -> Self {
+        self.follows_map = true;
+        self
+    }
 }
 
 impl fmt::Display for Finding {
@@ -83,7 +95,38 @@ fn finding(f: &FeatureSpec, problem: String, fix: impl Into<String>) -> Finding 
         feature: Some(f.name.clone()),
         problem,
         fix: fix.into(),
+        follows_map: false,
     }
+}
+
+/// Every finding of `dpagg-node check`: the schema's ([`schema_findings`]) and the file's
+/// ([`data_findings`]). `check --strict` fails on any, and a node publishes no learner over
+/// any unless its operator accepts them (`policy.accept_traps`).
+pub fn findings(schema: &Schema, report: &LoadReport) -> Vec<Finding> {
+    let mut out = schema_findings(schema);
+    out.extend(data_findings(schema, report));
+    out
+}
+
+/// The findings that still hold for rows mapped by an agreed map: those of [`findings`] that do
+/// not follow the schema's own centres and scales, and rows alike measured on the mapped rows
+/// (`alike`, over their columns before the intercept).
+pub fn agreed_map_findings(all: &[Finding], alike: f64) -> Vec<Finding> {
+    let mut out: Vec<Finding> = all.iter().filter(|f| !f.follows_map).cloned().collect();
+    if alike > ALIKE {
+        out.push(Finding {
+            feature: None,
+            problem: format!(
+                "rows alike under the agreed map: {alike:.2} (above {ALIKE}): the mapped rows \
+                 point nearly the same way"
+            ),
+            fix: "ask the aggregator for a map derived from rows like this node's (more rows, \
+                  or more components)"
+                .into(),
+            follows_map: true,
+        });
+    }
+    out
 }
 
 /// Findings from the schema alone.
@@ -102,6 +145,7 @@ pub fn schema_findings(schema: &Schema) -> Vec<Finding> {
             fix: "replace their lo and hi with public bounds (a reference range, the \
                   instrument's range) and delete the `bounds` lines"
                 .into(),
+            follows_map: false,
         });
     }
     if schema.mode() == MapMode::Ball {
@@ -130,15 +174,18 @@ fn centre_outside(f: &FeatureSpec) -> Option<Finding> {
                 .to_owned()
         }
     };
-    Some(finding(
-        f,
-        format!(
-            "center {center} is outside its transformed bounds [{}, {}]",
-            short(a),
-            short(b)
-        ),
-        fix,
-    ))
+    Some(
+        finding(
+            f,
+            format!(
+                "center {center} is outside its transformed bounds [{}, {}]",
+                short(a),
+                short(b)
+            ),
+            fix,
+        )
+        .about_map(),
+    )
 }
 
 /// A number with at most 6 significant digits.
@@ -183,16 +230,20 @@ pub fn data_findings(schema: &Schema, report: &LoadReport) -> Vec<Finding> {
             ));
         }
         if saturated as f64 > SATURATED_SHARE * rows {
-            out.push(finding(
-                f,
-                format!(
-                    "{:.0} % of its values standardise more than {FAR} scales from its centre, \
-                     so rows are projected along it and the other features are squeezed",
-                    share(saturated)
-                ),
-                "check its center and scale (in transformed units for log1p), or delete both \
-                 to derive them from the bounds",
-            ));
+            out.push(
+                finding(
+                    f,
+                    format!(
+                        "{:.0} % of its values standardise more than {FAR} scales from its \
+                         centre, so rows are projected along it and the other features are \
+                         squeezed",
+                        share(saturated)
+                    ),
+                    "check its center and scale (in transformed units for log1p), or delete \
+                     both to derive them from the bounds",
+                )
+                .about_map(),
+            );
         }
     }
     out
@@ -225,6 +276,7 @@ fn rows_alike(schema: &Schema, report: &LoadReport) -> Option<Finding> {
               `typical` or `center` and `scale` from public references, or use an agreed map \
               from the aggregator"
             .into(),
+        follows_map: true,
     })
 }
 

@@ -278,3 +278,18 @@ pub fn alike(sum: &[f64], square: f64, n: usize) -> f64 {
         0.0
     }
 }
+
+/// How alike the rows of `rows` are over their first `columns` columns (those before the
+/// intercept), as [`alike`]: for rows mapped by an agreed map, which `check` never sees.
+pub fn alike_of(rows: &crate::Dataset, columns: usize) -> f64 {
+    let columns = columns.min(rows.dim());
+    let mut sum = vec![0.0; columns];
+    let mut square = 0.0;
+    for i in 0..rows.len() {
+        for (s, v) in sum.iter_mut().zip(&rows.row(i)[..columns]) {
+            *s += v;
+            square += v * v;
+        }
+    }
+    alike(&sum, square, rows.len())
+}

@@ -81,6 +81,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub mod bounds_rule;
+mod diff;
 mod error;
 pub mod markers;
 mod validate;
@@ -442,18 +443,22 @@ impl Schema {
     /// the same order, with the same bounds and label mapping. Any change, including to a bound or
     /// a description, gives a different fingerprint; TOML formatting and comments do not matter.
     pub fn fingerprint(&self) -> String {
-        let mut canonical = self.clone();
-        // How files are written is not what they mean.
-        canonical.csv = None;
-        // A bounds-only schema meant the paper map before issue 21: `mode = "paper"` keeps
-        // the fingerprint such a schema had.
-        if canonical.mode() == MapMode::Paper {
-            canonical.normalisation = None;
-        }
-        let canonical = serde_json::to_vec(&canonical)
+        let canonical = serde_json::to_vec(&self.canonical())
             .expect("a schema (strings, finite floats, bools) always serialises");
         let digest = Sha256::digest(&canonical);
         digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// What the fingerprint covers: the schema without how its files are written, and without
+    /// the normalisation table under the paper map (a bounds-only schema meant the paper map
+    /// once: `mode = "paper"` keeps the fingerprint such a schema had).
+    fn canonical(&self) -> Self {
+        let mut canonical = self.clone();
+        canonical.csv = None;
+        if canonical.mode() == MapMode::Paper {
+            canonical.normalisation = None;
+        }
+        canonical
     }
 
     /// Feature `j`'s standardised value for the raw value `v` (clipped to its bounds):
