@@ -108,6 +108,17 @@ pub enum Rpc {
 }
 
 impl Rpc {
+    /// Every RPC of the contract.
+    pub const ALL: [Rpc; 7] = [
+        Self::Describe,
+        Self::ListLearners,
+        Self::GetLearner,
+        Self::PublishLearner,
+        Self::PublishData,
+        Self::GetData,
+        Self::ListData,
+    ];
+
     /// The RPC's name in the contract.
     pub fn name(self) -> &'static str {
         match self {

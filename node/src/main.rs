@@ -238,9 +238,11 @@ fn run(command: Command, matches: &ArgMatches, out: &mut Out) -> Result<()> {
 }
 
 fn main() -> ExitCode {
-    // A server narrates its life at info; one-shot commands stay quiet so an error is one line.
+    // A server narrates its life at info; one-shot commands stay quiet so an error is one line,
+    // but for the audit line every publish writes.
     let level = |command: &Command| match command {
         Command::Serve(_) => "info",
+        Command::Publish { .. } | Command::PublishData { .. } => "warn,dpagg::audit=info",
         _ => "warn",
     };
     cli::run_tool(dpagg_shared::tool_about!(), level, run)

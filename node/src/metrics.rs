@@ -12,6 +12,10 @@
 //! - `dpagg_rpc_requests_total{method, code}` and `dpagg_rpc_seconds{method}` (histogram): every
 //!   gRPC call by method and status code, and its latency.
 //! - `dpagg_training_seconds` (histogram) and `dpagg_trainings_in_flight`: releases being made.
+//! - `dpagg_operator_publishes_total{kind, outcome}` and
+//!   `dpagg_operator_publish_seconds_total{kind}` (whole seconds): what the operator published
+//!   with `dpagg-node publish` / `publish-data` beside the serving node, all time, read from the
+//!   store at every scrape.
 //!
 //! Nothing here is a statistic of the records: counts of requests and releases, budgets and
 //! durations, which the operator's node already knows and which carry no row's value.
@@ -60,6 +64,19 @@ struct KindLabel {
     kind: &'static str,
 }
 
+/// An operator publish's labels (from the store, so owned).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OperatorLabels {
+    kind: String,
+    outcome: String,
+}
+
+/// A release kind's label, owned.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OwnedKind {
+    kind: String,
+}
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// Latency buckets of a gRPC call: 1 ms to about 65 s.
@@ -79,6 +96,8 @@ pub struct Metrics {
     delta: Family<StateLabel, FloatGauge>,
     releases: Family<KindLabel, Gauge>,
     unfinished: Gauge,
+    operator: Family<OperatorLabels, Counter>,
+    operator_seconds: Family<OwnedKind, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -107,6 +126,8 @@ impl Metrics {
             delta: Family::default(),
             releases: Family::default(),
             unfinished: Gauge::default(),
+            operator: Family::default(),
+            operator_seconds: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -150,7 +171,43 @@ impl Metrics {
             "charges of trainings that produced no release (they stay spent)",
             m.unfinished.clone(),
         );
+        registry.register(
+            "operator_publishes",
+            "publishes by the node's operator (dpagg-node publish, publish-data), all time, by kind and outcome",
+            m.operator.clone(),
+        );
+        registry.register(
+            "operator_publish_seconds",
+            "time the operator's publishes took, in whole seconds, all time, by kind",
+            m.operator_seconds.clone(),
+        );
+        m.start_at_zero();
         Self { registry, ..m }
+    }
+
+    /// Creates the series every node has at 0 (each RPC's `OK` count, each kind's published
+    /// count), so that a scrape names every family from the start and `rate()` and
+    /// `increase()` see the first event.
+    fn start_at_zero(&self) {
+        for rpc in Rpc::ALL {
+            let _ = self.rpcs.get_or_create(&RpcLabels {
+                method: rpc.name(),
+                code: format!("{:?}", tonic::Code::Ok),
+            });
+        }
+        for kind in ["learner", "data"] {
+            let outcome = "published";
+            let _ = self
+                .publishes
+                .get_or_create(&PublishLabels { kind, outcome });
+            let _ = self.operator.get_or_create(&OperatorLabels {
+                kind: kind.to_owned(),
+                outcome: outcome.to_owned(),
+            });
+            let _ = self.operator_seconds.get_or_create(&OwnedKind {
+                kind: kind.to_owned(),
+            });
+        }
     }
 
     /// Records one gRPC call.
@@ -167,14 +224,12 @@ impl Metrics {
     }
 
     /// Records one publish request of `kind` (`learner` or `data`) and how it ended.
-    pub fn publish(&self, kind: &'static str, outcome: Result<bool, &PublishError>) {
-        let outcome = match outcome {
-            Ok(true) => "published",
-            Ok(false) => "existing",
-            Err(e) => reason(e),
-        };
+    pub fn publish(&self, kind: &'static str, result: Result<bool, &PublishError>) {
         self.publishes
-            .get_or_create(&PublishLabels { kind, outcome })
+            .get_or_create(&PublishLabels {
+                kind,
+                outcome: outcome(result),
+            })
             .inc();
     }
 
@@ -213,10 +268,41 @@ impl Metrics {
         }
         self.unfinished
             .set(store.unfinished().map_err(|e| e.to_string())? as i64);
+        self.read_operator(store)?;
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .map_err(|e| e.to_string())?;
         Ok(text)
+    }
+}
+
+impl Metrics {
+    /// Brings the operator's counters up to the store's all-time figures (they only grow: rows
+    /// are never deleted).
+    fn read_operator(&self, store: &Store) -> Result<(), String> {
+        let mut seconds: std::collections::BTreeMap<String, u64> = Default::default();
+        for c in store.operator_publishes().map_err(|e| e.to_string())? {
+            *seconds.entry(c.kind.clone()).or_default() += c.seconds.max(0.0).floor() as u64;
+            let counter = self.operator.get_or_create(&OperatorLabels {
+                kind: c.kind,
+                outcome: c.outcome,
+            });
+            counter.inc_by(c.count.saturating_sub(counter.get()));
+        }
+        for (kind, total) in seconds {
+            let counter = self.operator_seconds.get_or_create(&OwnedKind { kind });
+            counter.inc_by(total.saturating_sub(counter.get()));
+        }
+        Ok(())
+    }
+}
+
+/// A publish's outcome as a label value: `published`, `existing`, or the reason it failed.
+pub fn outcome(result: Result<bool, &PublishError>) -> &'static str {
+    match result {
+        Ok(true) => "published",
+        Ok(false) => "existing",
+        Err(e) => reason(e),
     }
 }
 

@@ -547,3 +547,58 @@ fn train_on_synthetic_without_releases_fails() {
         ],
     );
 }
+
+/// What the operator publishes with `dpagg-node publish` beside a serving node appears in that
+/// node's metrics (read from the ledger at the scrape), with its outcome and time, and every
+/// publish writes an audit line naming the OS user and what was charged.
+#[test]
+fn an_operator_publish_shows_in_the_serving_nodes_metrics_and_the_audit_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = node_config(dir.path(), "org-a", 5.0, 2.0, false, 200);
+    let (_node, metrics) = NodeProcess::start_with_metrics(&config);
+    let published = publish_with_cli(&config, &["--epsilon", "1", "--log-format", "json"]);
+    assert_success(&published);
+    assert_success(&publish_with_cli(&config, &["--epsilon", "0.5"]));
+    assert!(
+        !publish_with_cli(&config, &["--epsilon", "3"])
+            .status
+            .success()
+    );
+    let audit: Value = String::from_utf8_lossy(&published.stderr)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["target"] == "dpagg::audit")
+        .expect("an audit line with its target");
+    let uid = std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+        .expect("uid");
+    let fields = &audit["fields"];
+    assert!(
+        fields["operator"]
+            .as_str()
+            .is_some_and(|o| o.contains(&format!("uid {uid}"))),
+        "{audit}"
+    );
+    assert_eq!(fields["outcome"], "published", "{audit}");
+    assert_eq!(fields["epsilon"], 1.0, "{audit}");
+    assert_eq!(fields["charged"], true, "{audit}");
+
+    let text = scrape(&metrics);
+    let parsed =
+        prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).expect("parses");
+    let operator = "dpagg_operator_publishes_total";
+    let learner = ("kind", "learner");
+    assert_eq!(
+        sample(&parsed, operator, &[learner, ("outcome", "published")]),
+        2.0
+    );
+    assert_eq!(
+        sample(&parsed, operator, &[learner, ("outcome", "refused_cap")]),
+        1.0
+    );
+    assert!(sample(&parsed, "dpagg_operator_publish_seconds_total", &[learner]) >= 0.0);
+    assert_eq!(
+        sample(&parsed, "dpagg_budget_epsilon", &[("state", "spent")]),
+        1.5
+    );
+}

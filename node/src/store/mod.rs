@@ -23,7 +23,7 @@
 //! and the composition below covers them with the learners.
 //!
 //! Files: `reserve.rs` (the path, failures and retries), `learners.rs` and `data.rs` (each kind's
-//! table, reads and pages), `schema.rs` (tables and migrations: an existing `node.sqlite` stays
+//! table, reads and pages), `operator.rs` (what the operator published beside `serve`), `schema.rs` (tables and migrations: an existing `node.sqlite` stays
 //! readable), `codec.rs` (relations, RDP curves, release ids), `pages.rs`, `error.rs`, `tests.rs`.
 //!
 //! Each charge records its guarantee, its neighbour relation and, when the mechanism has one, its
@@ -36,12 +36,14 @@ mod codec;
 mod data;
 mod error;
 mod learners;
+mod operator;
 mod pages;
 mod reserve;
 mod schema;
 
 pub use data::{StoredData, data_key};
 pub use error::{PublishError, StoreError, is_data_independent};
+pub use operator::{OperatorCount, OperatorPublish};
 pub use pages::PageKey;
 
 use codec::{decode_curve, parse_relation};
@@ -145,6 +147,13 @@ impl Store {
         tx.commit().map_err(|e| self.err(e))
     }
 
+    /// The reading connection (a panic elsewhere does not poison the database).
+    fn reader(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.reader
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The writing connection (a panic elsewhere does not poison the database).
     fn writer(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.writer
@@ -161,10 +170,7 @@ impl Store {
 
     /// Budget spent so far (recomputed from the ledger).
     pub fn spent(&self) -> Result<Spent, StoreError> {
-        let conn = self
-            .reader
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let conn = self.reader();
         let charges = self.charges(&conn)?;
         self.compose(&charges)
     }

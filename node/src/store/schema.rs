@@ -49,6 +49,20 @@ CREATE TABLE IF NOT EXISTS data_releases (
     relation TEXT NOT NULL,
     rdp TEXT
 );
+-- What the node's operator published with `dpagg-node publish` / `publish-data` (a process
+-- beside `serve`): who (the OS user), what, its outcome and how long it took, so the serving
+-- node's metrics and the audit trail show every release.
+CREATE TABLE IF NOT EXISTS operator_publishes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    unix_ms INTEGER NOT NULL,
+    operator TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    release_id TEXT,
+    epsilon REAL NOT NULL,
+    delta REAL NOT NULL,
+    seconds REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL

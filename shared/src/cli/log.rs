@@ -70,7 +70,9 @@ pub fn init_tracing(format: LogFormat, default_level: &str) {
     // Err only if a subscriber is already installed, which is then kept.
     let _ = match format {
         LogFormat::Human => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
+        // A JSON line names its target, so audit lines (`dpagg::audit`) can be picked out of a
+        // shared log stream.
+        LogFormat::Json => builder.json().with_target(true).try_init(),
     };
 }
 
