@@ -5,6 +5,7 @@
 use anyhow::{Context, Result, bail};
 use dpagg_shared::cli::Out;
 use dpagg_shared::data::csv::load_csv_for_check;
+use dpagg_shared::data::csv::rows::IMPLAUSIBLE;
 use dpagg_shared::data::diagnose::{data_findings, schema_findings};
 use dpagg_shared::data::schema::Schema;
 use dpagg_shared::data::schema_init::{Draft, draft};
@@ -79,8 +80,14 @@ pub fn schema(command: SchemaCommand, out: &mut Out) -> Result<()> {
         let m: Vec<String> = d.markers.iter().map(|m| format!("{m:?}")).collect();
         writeln!(out, "missing markers seen: {}", m.join(", "))?;
     }
-    if !d.skipped.is_empty() {
-        writeln!(out, "left out (not numbers): {}", d.skipped.join(", "))?;
+    for (name, strays) in &d.skipped {
+        writeln!(
+            out,
+            "left out `{name}` (not numbers): {} cell(s) are text, first on line {}: {:?}",
+            strays.count,
+            strays.first_line,
+            strays.values.first().map_or("", String::as_str)
+        )?;
     }
     print_observed(&d, out)?;
     let accept = if d.features.iter().any(|f| f.proposal.is_some()) {
@@ -118,6 +125,14 @@ fn print_observed(d: &Draft, out: &mut Out) -> Result<()> {
                 String::new()
             }
         )?;
+        if f.strays.count > 0 {
+            writeln!(
+                out,
+                "  {}: {} cell(s) are not numbers, first on line {}: {:?}; proposed (commented) \
+                 as its missing markers: {:?}",
+                f.name, f.strays.count, f.strays.first_line, f.strays.values[0], f.strays.values
+            )?;
+        }
     }
     let proposed: Vec<_> = d
         .features
@@ -190,6 +205,13 @@ pub fn check(data: &Path, schema_path: &Path, strict: bool, out: &mut Out) -> Re
         writeln!(
             out,
             "clipped {count} value(s) of `{feature}` to its schema bounds"
+        )?;
+    }
+    for (feature, count) in report.implausible.iter().filter(|(_, c)| *c > 0) {
+        writeln!(
+            out,
+            "{count} implausible value(s) of `{feature}` (more than {IMPLAUSIBLE} widths of its \
+             bounds outside them; clipped, counted apart)"
         )?;
     }
     for (feature, count) in report.missing.iter().filter(|(_, c)| *c > 0) {

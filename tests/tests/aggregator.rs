@@ -671,12 +671,57 @@ async fn the_final_model_never_sees_the_test_rows() {
                 .len(),
             5
         );
+        if test == "test-a.csv" {
+            predict_scores_unlabelled_rows(dir.path(), test);
+        }
         models.push(model["weights"].clone());
     }
     assert_eq!(
         models[0], models[1],
         "the test rows must not change the model"
     );
+}
+
+/// `predict` on `test` with two labels spoilt (blank, unknown): every row is scored, and the
+/// accuracy is over the labelled rows, saying how many were left out.
+fn predict_scores_unlabelled_rows(dir: &Path, test: &str) {
+    let text = std::fs::read_to_string(dir.join(test)).expect("test file");
+    let spoilt: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| match i {
+            1 | 2 => {
+                let (row, _) = l.rsplit_once(',').expect("a label cell");
+                format!("{row},{}", if i == 1 { "" } else { "maybe" })
+            }
+            _ => l.to_owned(),
+        })
+        .collect();
+    std::fs::write(dir.join("spoilt.csv"), spoilt.join("\n") + "\n").expect("write");
+    let scored = run(
+        "dpagg-aggregator",
+        &[
+            "predict",
+            "--model",
+            "report/model.json",
+            "--data",
+            "spoilt.csv",
+            "--out",
+            "spoilt-scores.csv",
+        ],
+        dir,
+    );
+    assert_success(&scored);
+    let said = String::from_utf8_lossy(&scored.stdout);
+    assert!(said.starts_with("wrote 100 prediction(s)"), "{said}");
+    assert!(
+        said.contains(
+            "; 2 row(s) with a blank or unknown label scored but left out of the accuracy"
+        ),
+        "{said}"
+    );
+    let scores = std::fs::read_to_string(dir.join("spoilt-scores.csv")).expect("scores");
+    assert_eq!(scores.lines().count(), 101);
 }
 
 /// A member's own learner can carry terminal escapes, CR/LF and bidirectional overrides in the

@@ -56,7 +56,10 @@ fn schema_init_then_public_bounds_then_check_and_publish() {
         said.starts_with("wrote visits.schema.toml: 2 feature(s) from 120 rows"),
         "{said}"
     );
-    assert!(said.contains("left out (not numbers): id"), "{said}");
+    assert!(
+        said.contains("left out `id` (not numbers): 120 cell(s) are text, first on line 2"),
+        "{said}"
+    );
     let schema = fs::read_to_string(d.join("visits.schema.toml")).expect("schema");
     assert!(schema.contains("separator = \";\"") && schema.contains("missing = [\"\", \"NA\"]"));
     let observed = schema

@@ -180,7 +180,7 @@ pub fn predict(
             sigmoid(margin),
             margin
         );
-        if let Some(l) = &labels {
+        if let Some(l) = labels.as_ref().filter(|l| l[i] != 0.0) {
             right += usize::from((l[i] > 0.0) == positive);
         }
     }
@@ -191,18 +191,42 @@ pub fn predict(
                 .with_context(|| format!("{}: cannot write", p.display()))?;
             write!(out, "wrote {} prediction(s) to {}", rows.len(), p.display())?;
             match &labels {
-                Some(_) => writeln!(
-                    out,
-                    "; accuracy {} against column `{}` (model `{}`: {} on its test rows)",
-                    right as f64 / rows.len() as f64,
-                    model.label.column,
-                    model.candidate,
-                    model.test_accuracy
-                )?,
+                Some(l) => write_accuracy(out, l, right, &model)?,
                 None => writeln!(out)?,
             }
         }
     }
+    Ok(())
+}
+
+/// "; accuracy … against column …" over the labelled rows, and how many rows had no usable
+/// label (blank, or not one of the two values: scored, left out of the accuracy).
+fn write_accuracy(out: &mut Out, labels: &[f64], right: usize, model: &ModelFile) -> Result<()> {
+    let labelled = labels.iter().filter(|&&l| l != 0.0).count();
+    let left_out = labels.len() - labelled;
+    if labelled == 0 {
+        writeln!(
+            out,
+            "; no row has a label `{}` or `{}` in column `{}`: no accuracy",
+            model.label.positive, model.label.negative, model.label.column
+        )?;
+        return Ok(());
+    }
+    write!(
+        out,
+        "; accuracy {} against column `{}` (model `{}`: {} on its test rows)",
+        right as f64 / labelled as f64,
+        model.label.column,
+        model.candidate,
+        model.test_accuracy
+    )?;
+    if left_out > 0 {
+        write!(
+            out,
+            "; {left_out} row(s) with a blank or unknown label scored but left out of the accuracy"
+        )?;
+    }
+    writeln!(out)?;
     Ok(())
 }
 

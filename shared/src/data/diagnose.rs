@@ -11,7 +11,9 @@
 //! - [`data_findings`] read a [`LoadReport`] — counts, per-feature flags and means of the local
 //!   file, never single values, and only ever shown to the operator: rows alike (below), a
 //!   feature constant after the map, one whose values standardise far from its centre (|z| > 5
-//!   on many rows: a wrong centre or scale), many values clipped, almost all missing.
+//!   on many rows: a wrong centre or scale), many values clipped, almost all missing, any value
+//!   more than [`IMPLAUSIBLE`] widths of its bounds outside them (a unit error or a corrupt
+//!   cell: 1e300 in a feature bounded by 10).
 //!
 //! # Rows alike
 //!
@@ -42,7 +44,7 @@
 //! finding catches.
 
 use super::csv::LoadReport;
-use super::csv::rows::FAR;
+use super::csv::rows::{FAR, IMPLAUSIBLE};
 use super::normalise::{MapMode, Transform};
 use super::schema::{FeatureSpec, Schema};
 use std::fmt;
@@ -217,6 +219,20 @@ pub fn data_findings(schema: &Schema, report: &LoadReport) -> Vec<Finding> {
                 "check its bounds, or drop the feature if it is constant everywhere",
             ));
         }
+        let implausible = report.implausible.get(j).map_or(0, |c| c.1);
+        if implausible > 0 {
+            out.push(finding(
+                f,
+                format!(
+                    "{implausible} value(s) lie more than {IMPLAUSIBLE} widths of [{}, {}] outside \
+                     it: not an extreme patient but a unit error or a corrupt cell (clipped, and \
+                     counted apart)",
+                    f.lo, f.hi
+                ),
+                "check the column's unit and those cells in the export (fix or blank them); \
+                 widen the bounds only if such values are real",
+            ));
+        }
         if clipped as f64 > CLIPPED_SHARE * rows {
             out.push(finding(
                 f,
@@ -377,6 +393,30 @@ hi = 90
                 .iter()
                 .any(|m| m.contains("`age`: 100 % of its values lie outside")),
             "{found:?}"
+        );
+    }
+
+    #[test]
+    fn an_implausible_value_is_a_trap_counted_apart_from_clipping() {
+        let schema =
+            Schema::from_toml_str(&SCHEMA.replace("center = 200\nscale = 1\n", ""), "x.toml")
+                .expect("valid");
+        let mut text = rows(200);
+        text.push_str("1e300,95,1\n");
+        let (_, report) = read_csv(text.as_bytes(), "d.csv", &schema).expect("loads");
+        assert_eq!(report.implausible[0], ("insulin".to_owned(), 1));
+        assert_eq!(
+            report.implausible[1],
+            ("age".to_owned(), 0),
+            "95 is near 90"
+        );
+        assert_eq!(report.clipped[0].1, 1, "clipped too");
+        let found = data_findings(&schema, &report);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let msg = found[0].to_string();
+        assert!(
+            msg.starts_with("feature `insulin`: 1 value(s) lie more than 10 widths of [0, 900]"),
+            "{msg}"
         );
     }
 

@@ -38,7 +38,12 @@
 use super::csv::DataError;
 use super::csv::text::Text;
 use super::schema::Separator;
+pub use scan::Strays;
+use scan::{Class, Survey, scan};
 use std::fmt::Write as _;
+
+#[path = "schema_init_scan.rs"]
+mod scan;
 
 /// Cells that commonly mean "not measured" in exported files.
 pub const MISSING_MARKERS: [&str; 14] = [
@@ -52,12 +57,14 @@ pub enum InitError {
     #[error(transparent)]
     Data(#[from] DataError),
     /// The label column is not in the header.
-    #[error("{origin}:1: no column `{label}` in the header (columns: {columns})")]
+    #[error("{origin}:1: no column `{label}` in the header ({suggestion}columns: {columns})")]
     NoLabel {
         /// The file.
         origin: String,
         /// The column asked for.
         label: String,
+        /// "did you mean `x`? " for the closest column, or nothing.
+        suggestion: String,
         /// The header's columns.
         columns: String,
     },
@@ -106,6 +113,8 @@ pub struct Column {
     pub max: f64,
     /// Cells that were missing markers.
     pub missing: usize,
+    /// Cells that were neither numbers nor markers (proposed, commented, as its markers).
+    pub strays: Strays,
     /// What the draft proposes, in comments, for the column's shape.
     pub proposal: Option<Proposal>,
 }
@@ -213,45 +222,12 @@ pub struct Draft {
     pub separator: Separator,
     /// The numeric columns (the features), in header order.
     pub features: Vec<Column>,
-    /// The columns left out (not numbers).
-    pub skipped: Vec<String>,
+    /// The columns left out (not numbers), with their cells that are not numbers.
+    pub skipped: Vec<(String, Strays)>,
     /// (positive, rows), (negative, rows).
     pub classes: [(String, usize); 2],
     /// The missing markers seen, in [`MISSING_MARKERS`] order.
     pub markers: Vec<String>,
-}
-
-/// A cell as a number: decimal point, or a decimal comma with a separator other than `,`.
-fn number(cell: &str, separator: Separator) -> Option<f64> {
-    cell.parse::<f64>().ok().or_else(|| {
-        (separator != Separator::Comma && cell.matches(',').count() == 1 && !cell.contains('.'))
-            .then(|| cell.replace(',', ".").parse().ok())
-            .flatten()
-    })
-}
-
-/// A column as it is read: numbers seen, markers seen, the first non-number.
-#[derive(Default, Clone)]
-struct Survey {
-    min: f64,
-    max: f64,
-    numbers: usize,
-    missing: usize,
-    text: bool,
-    /// The numbers, for the column's shape ([`Proposal::of`]); dropped at the first text cell.
-    values: Vec<f64>,
-}
-
-/// What one pass over the file saw: the header, a survey per column, the missing markers met,
-/// the label's values with their counts and the number of rows.
-struct Scan {
-    header: csv::StringRecord,
-    label_at: usize,
-    surveys: Vec<Survey>,
-    seen_markers: [bool; MISSING_MARKERS.len()],
-    classes: Vec<(String, usize)>,
-    rows: usize,
-    separator: Separator,
 }
 
 /// Drafts a schema from `reader` (a CSV file named `origin`) with `label` as the outcome;
@@ -266,7 +242,7 @@ pub fn draft<R: std::io::Read>(
 ) -> Result<Draft, InitError> {
     let scan = scan(Text::read(reader, origin)?, origin, label)?;
     let classes = binary_classes(scan.classes, origin, label, positive)?;
-    let is_feature = |j: usize, s: &Survey| j != scan.label_at && !s.text && s.numbers > 0;
+    let is_feature = |j: usize, s: &Survey| j != scan.label_at && s.mostly_numbers();
     let columns = || scan.header.iter().zip(&scan.surveys).enumerate();
     let features: Vec<Column> = columns()
         .filter(|&(j, (_, s))| is_feature(j, s))
@@ -275,6 +251,7 @@ pub fn draft<R: std::io::Read>(
             min: s.min,
             max: s.max,
             missing: s.missing,
+            strays: s.strays.clone(),
             proposal: Proposal::of(&s.values),
         })
         .collect();
@@ -286,7 +263,7 @@ pub fn draft<R: std::io::Read>(
     }
     let skipped = columns()
         .filter(|&(j, (_, s))| j != scan.label_at && !is_feature(j, s))
-        .map(|(_, (h, _))| h.to_owned())
+        .map(|(_, (h, s))| (h.to_owned(), s.strays.clone()))
         .collect();
     let markers = MISSING_MARKERS
         .iter()
@@ -307,87 +284,9 @@ pub fn draft<R: std::io::Read>(
     Ok(d)
 }
 
-/// Reads every record of `text` once, surveying each feature column and counting the label's
-/// values.
-fn scan(text: Text, origin: &str, label: &str) -> Result<Scan, InitError> {
-    let separator = Separator::detect(text.first_line());
-    let mut rdr = csv::ReaderBuilder::new()
-        .delimiter(separator.byte())
-        .flexible(true)
-        .trim(csv::Trim::All)
-        .from_reader(text.as_bytes());
-    let csv_error = |e: csv::Error| DataError::Csv {
-        origin: origin.to_owned(),
-        line: e
-            .position()
-            .map_or(1, |p| text.record_line(p.byte() as usize)),
-        message: e.to_string(),
-    };
-    let header = rdr.headers().map_err(csv_error)?.clone();
-    let label_at = header
-        .iter()
-        .position(|h| h == label)
-        .ok_or_else(|| InitError::NoLabel {
-            origin: origin.to_owned(),
-            label: label.to_owned(),
-            columns: header.iter().collect::<Vec<_>>().join(", "),
-        })?;
-    let fresh = Survey {
-        min: f64::INFINITY,
-        max: f64::NEG_INFINITY,
-        ..Survey::default()
-    };
-    let mut scan = Scan {
-        surveys: vec![fresh; header.len()],
-        header,
-        label_at,
-        seen_markers: [false; MISSING_MARKERS.len()],
-        classes: Vec::new(),
-        rows: 0,
-        separator,
-    };
-    let mut record = csv::StringRecord::new();
-    while rdr.read_record(&mut record).map_err(csv_error)? {
-        scan.rows += 1;
-        for (j, cell) in record.iter().enumerate().take(scan.header.len()) {
-            if j != label_at {
-                survey_cell(
-                    &mut scan.surveys[j],
-                    &mut scan.seen_markers,
-                    cell,
-                    separator,
-                );
-            } else if let Some((_, n)) = scan.classes.iter_mut().find(|(v, _)| v == cell) {
-                *n += 1;
-            } else {
-                scan.classes.push((cell.to_owned(), 1));
-            }
-        }
-    }
-    Ok(scan)
-}
-
-/// Counts one cell of a feature column.
-fn survey_cell(s: &mut Survey, seen: &mut [bool], cell: &str, separator: Separator) {
-    if let Some(k) = MISSING_MARKERS.iter().position(|m| *m == cell) {
-        seen[k] = true;
-        s.missing += 1;
-    } else if let Some(v) = number(cell, separator).filter(|v| v.is_finite()) {
-        s.numbers += 1;
-        s.min = s.min.min(v);
-        s.max = s.max.max(v);
-        if !s.text {
-            s.values.push(v);
-        }
-    } else {
-        s.text = true;
-        s.values = Vec::new();
-    }
-}
-
 /// The label's two values, positive first.
 fn binary_classes(
-    classes: Vec<(String, usize)>,
+    classes: Vec<Class>,
     origin: &str,
     label: &str,
     positive: Option<&str>,
@@ -396,20 +295,27 @@ fn binary_classes(
         classes
             .iter()
             .take(6)
-            .map(|(v, _)| format!("{v:?}"))
+            .map(|c| {
+                let blank = if c.value.is_empty() { "blank, " } else { "" };
+                format!(
+                    "{:?} ({blank}{} row(s), first on line {})",
+                    c.value, c.rows, c.first_line
+                )
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let [a, b]: [(String, usize); 2] =
-        classes
-            .clone()
-            .try_into()
-            .map_err(|_| InitError::NotBinary {
-                origin: origin.to_owned(),
-                label: label.to_owned(),
-                count: classes.len(),
-                values: listed(),
-            })?;
+    let [a, b]: [(String, usize); 2] = classes
+        .iter()
+        .map(|c| (c.value.clone(), c.rows))
+        .collect::<Vec<_>>()
+        .try_into()
+        .map_err(|_| InitError::NotBinary {
+            origin: origin.to_owned(),
+            label: label.to_owned(),
+            count: classes.len(),
+            values: listed(),
+        })?;
     let first_positive = match positive {
         Some(p) if p == a.0 => true,
         Some(p) if p == b.0 => false,
@@ -521,6 +427,19 @@ fn render(d: &Draft, origin: &str, label: &str, name: &str) -> String {
             "\n[[features]]\nname = {}\nlo = {lo:?}\nhi = {hi:?}\nbounds = \"observed\"  # replace lo and hi by public bounds, then delete this line",
             quote(&f.name)
         );
+        if f.strays.count > 0 {
+            let list: Vec<String> = f.strays.values.iter().map(|v| quote(v)).collect();
+            let _ = writeln!(
+                s,
+                "# {} cell(s) of this column are not numbers (first on line {}); if they mean\n\
+                 # \"not measured\", uncomment (they are cells of your file: check that they name\n\
+                 # no one before sharing this schema); otherwise fix them in the export:\n\
+                 # missing = [{}]",
+                f.strays.count,
+                f.strays.first_line,
+                list.join(", ")
+            );
+        }
         if let Some(p) = &f.proposal {
             let _ = writeln!(
                 s,
@@ -537,7 +456,11 @@ fn render(d: &Draft, origin: &str, label: &str, name: &str) -> String {
         let _ = writeln!(
             s,
             "\n# Columns left out (not numbers): {}. A category becomes features as 0/1 columns in\n# the export.",
-            d.skipped.join(", ")
+            d.skipped
+                .iter()
+                .map(|(name, _)| name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     s

@@ -19,7 +19,16 @@ fn a_draft_names_every_column_and_loads_its_file() {
     assert_eq!(d.rows, 3);
     let names: Vec<&str> = d.features.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(names, ["age", "insulin"]);
-    assert_eq!(d.skipped, ["id", "note"]);
+    let skipped: Vec<&str> = d.skipped.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(skipped, ["id", "note"]);
+    assert_eq!(
+        d.skipped[0].1,
+        Strays {
+            count: 3,
+            first_line: 2,
+            values: vec!["a1".into(), "a2".into(), "a3".into()]
+        }
+    );
     assert_eq!(d.markers, ["", "NA"]);
     assert_eq!(d.classes, [("yes".into(), 1), ("no".into(), 2)]);
     assert_eq!((d.features[1].min, d.features[1].max), (80.5, 120.0));
@@ -65,7 +74,7 @@ fn the_label_must_have_two_values_and_positive_is_chosen_sensibly() {
     let e = draft(&b"x,y\n1,a\n2,b\n3,c\n"[..], "f.csv", "y", None, "n").expect_err("three");
     assert!(
         e.to_string()
-            .contains("has 3 distinct value(s) (\"a\", \"b\", \"c\")"),
+            .contains("has 3 distinct value(s) (\"a\" (1 row(s), first on line 2), \"b\""),
         "{e}"
     );
     let e = draft(&b"x,y\n1,a\n2,b\n"[..], "f.csv", "z", None, "n").expect_err("no column");
@@ -225,4 +234,97 @@ fn short_signed_or_constant_columns_get_no_proposal() {
     assert!(matches!(Proposal::of(&exp), Some(Proposal::Skewed { .. })));
     let uniform: Vec<f64> = (1..=100).map(f64::from).collect();
     assert_eq!(Proposal::of(&uniform), None);
+}
+
+/// 60 rows of `dose,y`, `dose` a number but on the lines in `words`.
+fn with_strays(words: &[(usize, &str)]) -> String {
+    let mut text = String::from("dose,y\n");
+    for i in 0..60 {
+        let cell = words
+            .iter()
+            .find(|(at, _)| *at == i)
+            .map_or_else(|| (i % 7).to_string(), |(_, w)| (*w).to_owned());
+        text.push_str(&format!("{cell},{}\n", i % 2));
+    }
+    text
+}
+
+#[test]
+fn a_stray_word_is_named_by_line_and_count_and_proposed_as_a_marker() {
+    // Two stray words on lines 12 and 41 (rows 10 and 39): the column stays a feature, and the
+    // draft proposes, commented, the words as its missing markers.
+    let d = draft_of(&with_strays(&[(10, "high"), (39, "high")]), "y");
+    assert_eq!(d.features.len(), 1, "{:?}", d.skipped);
+    let strays = &d.features[0].strays;
+    assert_eq!((strays.count, strays.first_line), (2, 12));
+    assert_eq!(strays.values, ["high"]);
+    assert!(
+        d.toml
+            .contains("# 2 cell(s) of this column are not numbers (first on line 12)"),
+        "{}",
+        d.toml
+    );
+    assert!(d.toml.contains("\n# missing = [\"high\"]\n"), "{}", d.toml);
+    // Until the proposal is accepted, loading names the line; once it is, the file loads.
+    let public = d.toml.replace("bounds = \"observed\"", "");
+    let schema = Schema::from_toml_str(&public, "s.toml").expect("valid");
+    let e = read_csv(
+        with_strays(&[(10, "high"), (39, "high")]).as_bytes(),
+        "d.csv",
+        &schema,
+    )
+    .expect_err("a word is not a number");
+    assert!(e.to_string().starts_with("d.csv:12:"), "{e}");
+    let accepted = public.replace("# missing = [", "missing = [");
+    let schema = Schema::from_toml_str(&accepted, "s.toml").expect("valid");
+    let (_, report) = read_csv(
+        with_strays(&[(10, "high"), (39, "high")]).as_bytes(),
+        "d.csv",
+        &schema,
+    )
+    .expect("loads");
+    assert_eq!(report.missing[0].1, 2);
+    // A column of words is left out, still named with its first line.
+    let words: Vec<(usize, &str)> = (0..60).map(|i| (i, "w")).collect();
+    let mut text = with_strays(&words).replace("dose,y", "dose,n,y");
+    text = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 0 {
+                l.to_owned()
+            } else {
+                let (a, b) = l.split_once(',').expect("two cells");
+                format!("{a},{i},{b}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let d = draft_of(&text, "y");
+    assert_eq!(d.skipped.len(), 1);
+    assert_eq!((d.skipped[0].1.count, d.skipped[0].1.first_line), (60, 2));
+}
+
+#[test]
+fn blank_labels_are_named_by_line_and_a_near_label_is_suggested() {
+    let e = draft(
+        "x,y\n1,0\n2,\n3,1\n4,\n".as_bytes(),
+        "v.csv",
+        "y",
+        None,
+        "v",
+    )
+    .expect_err("three values");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("\"\" (blank, 2 row(s), first on line 3)"),
+        "{msg}"
+    );
+    let e = draft("x,type\n1,0\n".as_bytes(), "v.csv", "Type", None, "v").expect_err("no Type");
+    assert_eq!(
+        e.to_string(),
+        "v.csv:1: no column `Type` in the header (did you mean `type`? columns: x, type)"
+    );
+    let e = draft("".as_bytes(), "v.csv", "y", None, "v").expect_err("empty");
+    assert!(!e.to_string().contains("columns: )"), "{e}");
 }

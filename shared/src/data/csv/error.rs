@@ -103,6 +103,18 @@ pub enum DataError {
         /// The schema's negative value (boxed to keep the error small).
         negative: Box<str>,
     },
+    /// A training row's label cell is blank.
+    #[error(
+        "{origin}:{line}: column `{column}`: the label is blank; every row a model learns from needs one (delete the row, or score unlabelled rows with `dpagg-aggregator predict`)"
+    )]
+    BlankLabel {
+        /// The file, as given.
+        origin: String,
+        /// 1-based line.
+        line: u64,
+        /// The label column.
+        column: String,
+    },
     /// The file is not UTF-8 text.
     #[error(
         "{origin}:{line}: not UTF-8 text (byte 0x{byte:02x}); save the file as UTF-8 (e.g. Excel's \"CSV UTF-8\", or iconv -f latin1 -t utf-8)"

@@ -50,6 +50,10 @@ pub struct LoadReport {
     /// For every feature, in schema order: how many of its values were clipped to the declared
     /// bounds.
     pub clipped: Vec<(String, usize)>,
+    /// For every feature, in schema order: how many of its values lay more than
+    /// [`rows::IMPLAUSIBLE`] widths of its bounds outside them (clipped too, and counted here
+    /// apart: a unit error or a corrupt cell, not an extreme patient).
+    pub implausible: Vec<(String, usize)>,
     /// For every feature, in schema order: how many of its values were missing (a declared
     /// marker).
     pub missing: Vec<(String, usize)>,
@@ -164,7 +168,8 @@ pub fn read_csv<R: std::io::Read>(
 }
 
 /// The rows of a file for scoring with a model: normalised like [`read_csv`]'s, with the labels
-/// when the file has the label column (`None` when it does not).
+/// when the file has the label column (`None` when it does not): +1, −1, or 0 for a row whose
+/// label cell is blank or not one of the schema's two values (scored, left out of accuracy).
 pub fn load_rows(
     path: &Path,
     schema: &Schema,
@@ -175,7 +180,13 @@ pub fn load_rows(
         source,
     })?;
     let read = read(file, &origin, schema, Label::Optional, false)?;
-    let labels = read.labelled.then(|| read.dataset.labels().to_vec());
+    let labels = read.labelled.then(|| {
+        let mut labels = read.dataset.labels().to_vec();
+        for &i in &read.unlabelled {
+            labels[i] = 0.0;
+        }
+        labels
+    });
     Ok((read.dataset, labels, read.report))
 }
 
@@ -209,6 +220,8 @@ struct Read {
     report: LoadReport,
     /// Whether the file had the label column (always, with [`Label::Required`]).
     labelled: bool,
+    /// Rows whose label was blank or unknown ([`Label::Optional`] only; stored as +1).
+    unlabelled: Vec<usize>,
 }
 
 /// Reads a whole file: text checks ([`text`]), header, rows ([`rows`]).
@@ -239,6 +252,7 @@ fn read<R: std::io::Read>(
     let columns = columns::find(&header, origin, schema, separator, label == Label::Optional)?;
     let ignored = columns::ignored(&header, schema);
     let mut rows = Rows::new(schema, keep_raw, separator);
+    rows.lenient_labels = label == Label::Optional;
     let mut record = csv::StringRecord::new();
     while rdr
         .read_record(&mut record)
@@ -263,6 +277,7 @@ fn read<R: std::io::Read>(
         });
     }
     let raw = rows.kept.take().unwrap_or_default();
+    let unlabelled = std::mem::take(&mut rows.unlabelled);
     let (dataset, mut report) = rows.finish();
     if !ignored.is_empty() && label != Label::Check {
         tracing::warn!(
@@ -279,6 +294,7 @@ fn read<R: std::io::Read>(
         raw,
         report,
         labelled: columns.label.is_some(),
+        unlabelled,
     })
 }
 

@@ -82,6 +82,12 @@ fn parse_label(text: &str, label: &LabelSpec, at: Place) -> Result<f64, DataErro
         Ok(1.0)
     } else if text == label.negative {
         Ok(-1.0)
+    } else if text.is_empty() {
+        Err(DataError::BlankLabel {
+            origin: at.origin.to_owned(),
+            line: at.line,
+            column: label.column.clone(),
+        })
     } else {
         Err(DataError::UnknownLabel {
             origin: at.origin.to_owned(),
@@ -92,6 +98,18 @@ fn parse_label(text: &str, label: &LabelSpec, at: Place) -> Result<f64, DataErro
             negative: label.negative.as_str().into(),
         })
     }
+}
+
+/// How many widths of a feature's `[lo, hi]` a value may lie outside it before it is
+/// implausible: a unit error (grams for kilograms) or a corrupt cell (1e300), not a patient
+/// beyond the reference range. Such values are clipped like any other, counted apart
+/// ([`LoadReport::implausible`]) and a trap for `check`.
+pub const IMPLAUSIBLE: f64 = 10.0;
+
+/// Whether `v` lies more than [`IMPLAUSIBLE`] widths of `[lo, hi]` outside it.
+pub fn implausible(v: f64, lo: f64, hi: f64) -> bool {
+    let margin = IMPLAUSIBLE * (hi - lo);
+    v < lo - margin || v > hi + margin
 }
 
 /// |z| above which a value is far from its centre: the default rule gives |z| ≤ 3 within the
@@ -118,7 +136,13 @@ pub(super) struct Rows<'s> {
     /// The current row, normalised.
     out: Vec<f64>,
     clipped: Vec<usize>,
+    implausible: Vec<usize>,
     missing: Vec<usize>,
+    /// Whether a blank or unknown label makes the row unlabelled (label 0) instead of an error:
+    /// for scoring (`predict`), never for training.
+    pub(super) lenient_labels: bool,
+    /// Rows whose label was blank or unknown under `lenient_labels` (stored as +1).
+    pub(super) unlabelled: Vec<usize>,
     spread: Vec<Spread>,
     /// Per feature, the sum of its standardised values (missing ones aside).
     z_sum: Vec<f64>,
@@ -150,7 +174,10 @@ impl<'s> Rows<'s> {
             raw: vec![0.0; p],
             out: vec![0.0; schema.dim()],
             clipped: vec![0; p],
+            implausible: vec![0; p],
             missing: vec![0; p],
+            lenient_labels: false,
+            unlabelled: Vec::new(),
             spread: vec![spread; p],
             z_sum: vec![0.0; p],
             row_sum: vec![0.0; schema.dim() - usize::from(schema.intercept)],
@@ -184,6 +211,7 @@ impl<'s> Rows<'s> {
                 Some(v) => {
                     self.raw[j] = v;
                     self.clipped[j] += usize::from(v < f.lo || v > f.hi);
+                    self.implausible[j] += usize::from(implausible(v, f.lo, f.hi));
                     let z = self.schema.standardise(j, v);
                     let s = &mut self.spread[j];
                     s.low = s.low.min(z);
@@ -194,7 +222,13 @@ impl<'s> Rows<'s> {
             }
         }
         let label = match columns.label {
-            Some(c) => parse_label(&record[c], &self.schema.label, at)?,
+            Some(c) => match parse_label(&record[c], &self.schema.label, at) {
+                Err(_) if self.lenient_labels => {
+                    self.unlabelled.push(self.y.len());
+                    1.0
+                }
+                parsed => parsed?,
+            },
             None => 1.0,
         };
         let report = self.schema.normalise_row(&self.raw, &mut self.out);
@@ -250,6 +284,7 @@ impl<'s> Rows<'s> {
         let report = LoadReport {
             rows: self.y.len(),
             clipped: names().zip(self.clipped).collect(),
+            implausible: names().zip(self.implausible).collect(),
             missing: names().zip(self.missing).collect(),
             saturated: names()
                 .zip(self.spread.iter().map(|s| s.saturated))

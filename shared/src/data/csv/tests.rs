@@ -240,6 +240,15 @@ fn infinite_value() {
 }
 
 #[test]
+fn a_blank_label_is_named_by_line() {
+    let e = read("glucose,age,outcome\n1,30,pos\n1,30,neg\n1,31,\n").expect_err("blank");
+    assert_eq!(
+        e.to_string(),
+        "data.csv:4: column `outcome`: the label is blank; every row a model learns from needs one (delete the row, or score unlabelled rows with `dpagg-aggregator predict`)"
+    );
+}
+
+#[test]
 fn unknown_label_value() {
     let e = read("glucose,age,outcome\n1,30,pos\n1,30,maybe\n").expect_err("label");
     assert!(
