@@ -446,6 +446,9 @@ fn demo_runs_nodes_over_grpc_and_reports() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_success(&out);
     assert!(stdout.contains("3 nodes published"), "{stdout}");
+    // A first run warns about nothing (its development certificates outlive the warning window).
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("WARN"), "{stderr}");
     let r: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.path().join("demo/report.json")).expect("report"),
     )

@@ -279,6 +279,9 @@ fn publish_flags(mechanism: &str, spec: &LearnerSpec) -> Vec<String> {
     flags
 }
 
+/// How long the demo's development certificates live, in days.
+const DEMO_CERT_DAYS: u32 = 90;
+
 /// The development federation of the demo: a CA and the identity folders of `org-1…org-K` and
 /// `aggregator` under `dir/federation`.
 fn federation(dir: &Path, nodes: usize) -> Result<()> {
@@ -288,7 +291,9 @@ fn federation(dir: &Path, nodes: usize) -> Result<()> {
         &dir.join("federation"),
         &orgs,
         &[],
-        Validity::days_from_now(1),
+        // Longer than the 30 days within which a node warns that its certificate expires: the
+        // demo's folder is thrown away when it ends, and a first run prints no warning.
+        Validity::days_from_now(DEMO_CERT_DAYS),
     )?;
     Ok(())
 }

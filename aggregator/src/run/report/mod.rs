@@ -296,8 +296,21 @@ impl FinalView {
 }
 
 /// The selection's evidence in words (see [`FinalView::evidence`]).
+/// The normal quantile of a two-sided 95 % interval.
+const Z95: f64 = 1.96;
+
+/// A cross-validated gain in points with its 95 % interval: "+4.2 points (95 % interval +0.3
+/// to +8.1)".
+fn cv_gain(gain: f64, se: f64) -> String {
+    format!(
+        "{:+.1} points (95 % interval {:+.1} to {:+.1})",
+        100.0 * gain,
+        100.0 * (gain - Z95 * se),
+        100.0 * (gain + Z95 * se)
+    )
+}
+
 fn evidence(fin: &FinalModel) -> String {
-    let points = |x: f64| format!("{:.1}", 100.0 * x);
     let two_maps = fin.config.own_columns.is_some();
     let disagree = !two_maps && fin.agreement < fin.config.min_agreement;
     let agreement = if two_maps {
@@ -333,16 +346,19 @@ fn evidence(fin: &FinalModel) -> String {
     let chosen = fin.cv.iter().find(|e| e.candidate == fin.chosen);
     match (best, chosen) {
         (_, Some(e)) if fin.chosen != Candidate::Local => format!(
-            "in cross-validation on {rows} {} gained {} ± {} points over your own model ({rule})",
+            "in cross-validation on {rows} {} gained {} over your own model ({rule})",
             e.candidate.name(),
-            points(e.gain),
-            points(e.gain_se),
+            cv_gain(e.gain, e.gain_se),
+        ),
+        (Some(e), _) if e.gain > 0.0 && e.gain - Z95 * e.gain_se < 0.0 => format!(
+            "cannot tell whether the others' learners help: in cross-validation on {rows} the best of them ({}) scored {} against your own model, an interval that spans zero ({rule}), so the final model is your own",
+            e.candidate.name(),
+            cv_gain(e.gain, e.gain_se),
         ),
         (Some(e), _) if e.gain > 0.0 => format!(
-            "the others' learners may help by about {} points ({}, ± {} in cross-validation), but that is not enough evidence on {rows} ({rule}), so the final model is your own",
-            points(e.gain),
+            "in cross-validation on {rows} {} scored {} over your own model, but that is not enough evidence ({rule}), so the final model is your own",
             e.candidate.name(),
-            points(e.gain_se),
+            cv_gain(e.gain, e.gain_se),
         ),
         _ => format!(
             "the others' learners did not beat your own model in cross-validation on {rows}{}, so the final model is your own: joining changes nothing here",

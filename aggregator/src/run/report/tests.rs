@@ -214,7 +214,8 @@ fn the_evidence_says_why_local_was_kept_and_whether_the_learners_agree() {
     );
     let short = evidence(&kept_local(0.01, 0.5));
     assert!(
-        short.contains("may help by about 1.0 points")
+        short.contains("cannot tell whether the others' learners help")
+            && short.contains("scored +1.0 points (95 % interval")
             && short.contains("agreement 0.50, below 0.97"),
         "{short}"
     );
