@@ -7,8 +7,9 @@ use dpagg_shared::cli::Out;
 use dpagg_shared::data::csv::load_csv_for_check;
 use dpagg_shared::data::csv::rows::IMPLAUSIBLE;
 use dpagg_shared::data::diagnose::{data_findings, schema_findings};
+use dpagg_shared::data::dictionary::Dictionary;
 use dpagg_shared::data::schema::Schema;
-use dpagg_shared::data::schema_init::{Draft, draft};
+use dpagg_shared::data::schema_init::{Draft, draft_with};
 use dpagg_shared::util::files::atomic_write;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -35,6 +36,10 @@ pub enum SchemaCommand {
         /// Overwrite OUT if it exists.
         #[arg(long)]
         force: bool,
+        /// A data dictionary (CSV: name, lo, hi, optionally transform, unit): the public bounds
+        /// of the columns it covers; the others stay observed (and refused).
+        #[arg(long, value_name = "DICTIONARY")]
+        bounds: Option<PathBuf>,
     },
 }
 
@@ -46,6 +51,7 @@ pub fn schema(command: SchemaCommand, out: &mut Out) -> Result<()> {
         positive,
         out: target,
         force,
+        bounds,
     } = command;
     let target = target.unwrap_or_else(|| data.with_extension("schema.toml"));
     if target.exists() && !force {
@@ -59,7 +65,23 @@ pub fn schema(command: SchemaCommand, out: &mut Out) -> Result<()> {
     let name = data
         .file_stem()
         .map_or_else(|| "data".to_owned(), |s| s.to_string_lossy().into_owned());
-    let d = draft(file, &origin, &label, positive.as_deref(), &name)?;
+    let dictionary = match &bounds {
+        None => None,
+        Some(path) => {
+            let dict_origin = path.display().to_string();
+            let f =
+                std::fs::File::open(path).with_context(|| format!("{dict_origin}: cannot read"))?;
+            Some(Dictionary::read(f, &dict_origin)?)
+        }
+    };
+    let d = draft_with(
+        file,
+        &origin,
+        &label,
+        positive.as_deref(),
+        &name,
+        dictionary.as_ref(),
+    )?;
     atomic_write(&target, d.toml.as_bytes())
         .with_context(|| format!("{}: cannot write", target.display()))?;
     writeln!(
@@ -71,6 +93,27 @@ pub fn schema(command: SchemaCommand, out: &mut Out) -> Result<()> {
         origin,
         d.separator.name()
     )?;
+    if let Some(dict) = &dictionary {
+        let covered = d
+            .features
+            .iter()
+            .filter(|f| dict.entries.contains_key(&f.name))
+            .count();
+        writeln!(
+            out,
+            "public bounds from {} for {covered} of {} feature(s); the other {} stay observed",
+            dict.origin,
+            d.features.len(),
+            d.features.len() - covered
+        )?;
+        if !d.unused.is_empty() {
+            writeln!(
+                out,
+                "in the dictionary but not a numeric column of {origin}: {}",
+                d.unused.join(", ")
+            )?;
+        }
+    }
     let [(pos, np), (neg, nn)] = &d.classes;
     writeln!(
         out,

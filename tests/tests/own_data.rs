@@ -318,3 +318,85 @@ fn predict_refuses_bad_models_and_rows() {
     );
     assert_one_line_error(&out, &["none.json: cannot read"]);
 }
+
+/// `schema init --bounds` reads a data dictionary (name, lo, hi, transform, unit): the 57
+/// columns it covers get their public bounds and transforms, and the one it does not stays
+/// observed (refused until replaced).
+#[test]
+fn a_data_dictionary_fills_the_public_bounds_of_57_features() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let names: Vec<String> = (0..58).map(|j| format!("f{j}")).collect();
+    let mut data = format!("{},y\n", names.join(","));
+    for i in 0..80 {
+        let row: Vec<String> = (0..58).map(|j| ((i * (j + 3)) % 17).to_string()).collect();
+        data.push_str(&format!("{},{}\n", row.join(","), i % 2));
+    }
+    fs::write(d.join("wide.csv"), data).expect("write");
+    let mut dict = String::from("name;lo;hi;transform;unit\n");
+    for name in &names[..57] {
+        let transform = if name.ends_with('0') { "log1p;1" } else { ";" };
+        dict.push_str(&format!("{name};0;20;{transform}\n"));
+    }
+    dict.push_str("not_in_the_file;0;1;;\n");
+    fs::write(d.join("dictionary.csv"), dict).expect("write");
+    let init = node(
+        d,
+        &[
+            "schema",
+            "init",
+            "--data",
+            "wide.csv",
+            "--label",
+            "y",
+            "--bounds",
+            "dictionary.csv",
+        ],
+    );
+    assert_success(&init);
+    let said = stdout(&init);
+    assert!(
+        said.contains(
+            "public bounds from dictionary.csv for 57 of 58 feature(s); the other 1 stay observed"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains("in the dictionary but not a numeric column of wide.csv: not_in_the_file"),
+        "{said}"
+    );
+    let schema = fs::read_to_string(d.join("wide.schema.toml")).expect("schema");
+    assert_eq!(
+        schema.matches("\nbounds = \"observed\"").count(),
+        1,
+        "{schema}"
+    );
+    assert_eq!(
+        schema
+            .matches("# public, from the data dictionary dictionary.csv")
+            .count(),
+        57
+    );
+    assert_eq!(
+        schema
+            .matches("\ntransform = \"log1p\"\nunit = 1.0\n")
+            .count(),
+        6
+    );
+    let check = node(
+        d,
+        &[
+            "check",
+            "--data",
+            "wide.csv",
+            "--schema",
+            "wide.schema.toml",
+        ],
+    );
+    assert_success(&check);
+    assert!(
+        stdout(&check).contains("1 feature(s) still have bounds observed in the data (`bounds = \"observed\"`, from `schema init`): f57"),
+        "{}",
+        stdout(&check)
+    );
+}

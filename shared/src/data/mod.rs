@@ -25,6 +25,7 @@ pub mod clinic;
 pub mod csv;
 pub mod dataset;
 pub mod diagnose;
+pub mod dictionary;
 pub mod ehr;
 pub mod normalise;
 pub mod partition;

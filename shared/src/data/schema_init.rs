@@ -37,6 +37,7 @@
 
 use super::csv::DataError;
 use super::csv::text::Text;
+use super::dictionary::{Dictionary, Entry};
 use super::schema::Separator;
 pub use scan::Strays;
 use scan::{Class, Survey, scan};
@@ -228,6 +229,8 @@ pub struct Draft {
     pub classes: [(String, usize); 2],
     /// The missing markers seen, in [`MISSING_MARKERS`] order.
     pub markers: Vec<String>,
+    /// Data dictionary entries that name no numeric column of the file.
+    pub unused: Vec<String>,
 }
 
 /// Drafts a schema from `reader` (a CSV file named `origin`) with `label` as the outcome;
@@ -239,6 +242,18 @@ pub fn draft<R: std::io::Read>(
     label: &str,
     positive: Option<&str>,
     name: &str,
+) -> Result<Draft, InitError> {
+    draft_with(reader, origin, label, positive, name, None)
+}
+
+/// [`draft`], with the public bounds (and transforms) of the columns `dictionary` covers.
+pub fn draft_with<R: std::io::Read>(
+    reader: R,
+    origin: &str,
+    label: &str,
+    positive: Option<&str>,
+    name: &str,
+    dictionary: Option<&Dictionary>,
 ) -> Result<Draft, InitError> {
     let scan = scan(Text::read(reader, origin)?, origin, label)?;
     let classes = binary_classes(scan.classes, origin, label, positive)?;
@@ -279,8 +294,17 @@ pub fn draft<R: std::io::Read>(
         skipped,
         classes,
         markers,
+        unused: Vec::new(),
     };
-    d.toml = render(&d, origin, label, name);
+    if let Some(dict) = dictionary {
+        d.unused = dict
+            .entries
+            .keys()
+            .filter(|k| !d.features.iter().any(|f| &f.name == *k))
+            .cloned()
+            .collect();
+    }
+    d.toml = render(&d, origin, label, name, dictionary);
     Ok(d)
 }
 
@@ -371,7 +395,13 @@ fn tidy(v: f64) -> f64 {
 }
 
 /// The schema text.
-fn render(d: &Draft, origin: &str, label: &str, name: &str) -> String {
+fn render(
+    d: &Draft,
+    origin: &str,
+    label: &str,
+    name: &str,
+    dictionary: Option<&Dictionary>,
+) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -421,12 +451,18 @@ fn render(d: &Draft, origin: &str, label: &str, name: &str) -> String {
         quote(&d.classes[1].0)
     );
     for f in &d.features {
-        let (lo, hi) = round_out(f.min, f.max);
-        let _ = writeln!(
-            s,
-            "\n[[features]]\nname = {}\nlo = {lo:?}\nhi = {hi:?}\nbounds = \"observed\"  # replace lo and hi by public bounds, then delete this line",
-            quote(&f.name)
-        );
+        let entry = dictionary.and_then(|dict| Some((dict, dict.entries.get(&f.name)?)));
+        match entry {
+            Some((dict, e)) => feature_from_dictionary(&mut s, &f.name, e, &dict.origin),
+            None => {
+                let (lo, hi) = round_out(f.min, f.max);
+                let _ = writeln!(
+                    s,
+                    "\n[[features]]\nname = {}\nlo = {lo:?}\nhi = {hi:?}\nbounds = \"observed\"  # replace lo and hi by public bounds, then delete this line",
+                    quote(&f.name)
+                );
+            }
+        }
         if f.strays.count > 0 {
             let list: Vec<String> = f.strays.values.iter().map(|v| quote(v)).collect();
             let _ = writeln!(
@@ -440,7 +476,8 @@ fn render(d: &Draft, origin: &str, label: &str, name: &str) -> String {
                 list.join(", ")
             );
         }
-        if let Some(p) = &f.proposal {
+        let transform_given = entry.is_some_and(|(_, e)| e.transform.is_some());
+        if let Some(p) = f.proposal.as_ref().filter(|_| !transform_given) {
             let _ = writeln!(
                 s,
                 "# proposed by schema init (a decision about the data's shape: {});\n\
@@ -464,6 +501,23 @@ fn render(d: &Draft, origin: &str, label: &str, name: &str) -> String {
         );
     }
     s
+}
+
+/// A feature whose public bounds (and transform) come from a data dictionary.
+fn feature_from_dictionary(s: &mut String, name: &str, e: &Entry, origin: &str) {
+    let _ = writeln!(
+        s,
+        "\n[[features]]\nname = {}\nlo = {:?}\nhi = {:?}  # public, from the data dictionary {origin}",
+        quote(name),
+        e.lo,
+        e.hi
+    );
+    if let Some(t) = &e.transform {
+        let _ = writeln!(s, "transform = {}", quote(t));
+    }
+    if let Some(u) = e.unit {
+        let _ = writeln!(s, "unit = {u:?}");
+    }
 }
 
 /// A TOML basic string.
