@@ -437,7 +437,7 @@ impl Backoff {
     }
 
     /// The pause for this failure.
-    pub fn next(&mut self) -> Duration {
+    pub fn pause(&mut self) -> Duration {
         let pause = self.0;
         self.0 = (self.0 * 2).min(Self::MAX);
         pause

@@ -102,8 +102,8 @@ async fn an_idle_connection_is_closed_unless_a_call_is_in_progress() {
 #[test]
 fn accept_errors_back_off_to_a_second() {
     let mut b = Backoff::new();
-    let pauses: Vec<u128> = (0..6).map(|_| b.next().as_millis()).collect();
+    let pauses: Vec<u128> = (0..6).map(|_| b.pause().as_millis()).collect();
     assert_eq!(pauses, [100, 200, 400, 800, 1000, 1000]);
     b.reset();
-    assert_eq!(b.next().as_millis(), 100);
+    assert_eq!(b.pause().as_millis(), 100);
 }

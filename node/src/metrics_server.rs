@@ -61,7 +61,7 @@ pub async fn serve_metrics(
                         "metrics: cannot accept a connection: {e}"
                     );
                 }
-                tokio::time::sleep(backoff.next()).await;
+                tokio::time::sleep(backoff.pause()).await;
                 continue;
             }
         };

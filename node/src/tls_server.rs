@@ -14,7 +14,7 @@
 //! [`LOGGED_PER_MINUTE`] a minute per kind; the rest are counted and the count is logged with
 //! the next line of that kind ([`LogLimit`]).
 
-use crate::connections::{Backoff, Table, Tracked};
+use crate::connections::{Backoff, Pending, Table, Tracked};
 pub use crate::log_limit::LOGGED_PER_MINUTE;
 use crate::log_limit::LogLimit;
 use dpagg_shared::identity::{CERT_FILE, IdentityDir, organisation_of};
@@ -89,6 +89,30 @@ fn refused(
     }
 }
 
+/// The connection of a finished handshake, if its organisation has room; refusals logged.
+fn open<IO>(
+    shaken: Handshaken<IO>,
+    pending: Pending,
+    peer: SocketAddr,
+    log: &LogLimit<&'static str>,
+) -> Option<Tracked<IO>> {
+    let (io, organisation) = match shaken {
+        Ok(done) => done,
+        Err(reason) => {
+            refused(log, "handshake", "refused a TLS handshake", peer, &reason);
+            return None;
+        }
+    };
+    match pending.open(organisation) {
+        Ok(slot) => Some(Tracked::new(io, slot)),
+        Err(refusal) => {
+            let reason = refusal.to_string();
+            refused(log, refusal.kind(), "refused a connection", peer, &reason);
+            None
+        }
+    }
+}
+
 /// Accepts connections on `listener` within `table`'s caps, runs `handshake` on each (within
 /// `handshake_timeout`) and yields those admitted; the others are closed and logged. The
 /// accept loop stops when tonic drops the stream (at shutdown).
@@ -119,7 +143,7 @@ where
                         if let Some(suppressed) = log.admit_now(&"accept") {
                             tracing::warn!(suppressed_since_last = suppressed, "cannot accept a connection: {e}");
                         }
-                        tokio::time::sleep(backoff.next()).await;
+                        tokio::time::sleep(backoff.pause()).await;
                         continue;
                     }
                 },
@@ -142,34 +166,14 @@ where
             let (tx, log, handshake) = (tx.clone(), log.clone(), handshake.clone());
             tokio::spawn(async move {
                 let shaken = tokio::time::timeout(handshake_timeout, handshake(tcp)).await;
-                let (io, organisation) = match shaken.unwrap_or_else(|_| {
+                let shaken = shaken.unwrap_or_else(|_| {
                     Err(format!(
                         "no handshake within {} s (limits.handshake_timeout_seconds)",
                         handshake_timeout.as_secs_f64()
                     ))
-                }) {
-                    Ok(done) => done,
-                    Err(reason) => {
-                        return refused(
-                            &log,
-                            "handshake",
-                            "refused a TLS handshake",
-                            peer,
-                            &reason,
-                        );
-                    }
-                };
-                match pending.open(organisation) {
-                    Ok(slot) => {
-                        let _ = tx.send(Ok(Tracked::new(io, slot))).await;
-                    }
-                    Err(refusal) => refused(
-                        &log,
-                        refusal.kind(),
-                        "refused a connection",
-                        peer,
-                        &refusal.to_string(),
-                    ),
+                });
+                if let Some(admitted) = open(shaken, pending, peer, &log) {
+                    let _ = tx.send(Ok(admitted)).await;
                 }
             });
         }
