@@ -11,9 +11,15 @@
 //!
 //! Every read, every publish and every refusal is logged on the `dpagg::audit` target with the
 //! caller's identity, the release ids and the spec asked for — never data (the node's operator
-//! reads it; nothing of it is sent to clients).
+//! reads it; nothing of it is sent to clients). What a client sent (an id, a page token, the
+//! reason a request failed) is cut to [`MAX_TEXT`] characters by the shared
+//! [`clean`](dpagg_shared::util::text::clean), and refusals and failed calls are logged at most
+//! [`crate::log_limit::LOGGED_PER_MINUTE`] a minute per caller, with the number left out on the
+//! caller's next line: a client cannot fill the node's disk through its log.
 
+use crate::log_limit::LogLimit;
 use dpagg_shared::identity::organisation_of;
+use dpagg_shared::util::text::{MAX_TEXT, clean};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -150,6 +156,7 @@ struct Bucket {
 pub struct Gate {
     policy: AccessPolicy,
     buckets: Mutex<HashMap<Caller, Bucket>>,
+    refusals: LogLimit<Caller>,
 }
 
 impl Gate {
@@ -158,6 +165,7 @@ impl Gate {
         Self {
             policy,
             buckets: Mutex::new(HashMap::new()),
+            refusals: LogLimit::default(),
         }
     }
 
@@ -175,14 +183,18 @@ impl Gate {
             &self.policy.read
         };
         if !caller.on(list) {
-            tracing::warn!(target: "dpagg::audit", %caller, rpc = rpc.name(), outcome = "refused", reason = "not on the allow-list");
+            if let Some(suppressed) = self.refusals.admit_now(caller) {
+                tracing::warn!(target: "dpagg::audit", %caller, rpc = rpc.name(), outcome = "refused", reason = "not on the allow-list", suppressed_since_last = suppressed);
+            }
             return Err(Status::permission_denied(format!(
                 "{caller} may not call {} on this node",
                 rpc.name()
             )));
         }
         if rpc.writes() && !self.take_token(caller, Instant::now()) {
-            tracing::warn!(target: "dpagg::audit", %caller, rpc = rpc.name(), outcome = "refused", reason = "rate limit");
+            if let Some(suppressed) = self.refusals.admit_now(caller) {
+                tracing::warn!(target: "dpagg::audit", %caller, rpc = rpc.name(), outcome = "refused", reason = "rate limit", suppressed_since_last = suppressed);
+            }
             return Err(Status::resource_exhausted(format!(
                 "rate limit: {caller} may ask for at most {} publications per minute",
                 self.policy.publish_per_minute
@@ -217,35 +229,52 @@ impl Gate {
     }
 }
 
-/// Logs the outcome of a publish request on the audit target.
-pub fn audit_publish(caller: &Caller, outcome: Result<(&str, bool), &Status>) {
-    audit_write(caller, Rpc::PublishLearner, outcome);
-}
+impl Gate {
+    /// Logs the outcome of a publish request on the audit target.
+    pub fn audit_publish(&self, caller: &Caller, outcome: Result<(&str, bool), &Status>) {
+        self.audit_write(caller, Rpc::PublishLearner, outcome);
+    }
 
-/// Audits one write RPC (`PublishLearner` or `PublishData`) and its outcome.
-pub fn audit_write(caller: &Caller, rpc: Rpc, outcome: Result<(&str, bool), &Status>) {
-    let rpc = rpc.name();
-    match outcome {
-        Ok((release_id, new)) => {
-            tracing::info!(target: "dpagg::audit", %caller, rpc, outcome = if new { "published" } else { "existing" }, release_id)
-        }
-        Err(s) => {
-            tracing::warn!(target: "dpagg::audit", %caller, rpc, outcome = "refused", code = ?s.code(), reason = s.message())
+    /// Audits one write RPC (`PublishLearner` or `PublishData`) and its outcome; refusals
+    /// within the caller's quota of lines.
+    pub fn audit_write(&self, caller: &Caller, rpc: Rpc, outcome: Result<(&str, bool), &Status>) {
+        let rpc = rpc.name();
+        match outcome {
+            Ok((release_id, new)) => {
+                tracing::info!(target: "dpagg::audit", %caller, rpc, outcome = if new { "published" } else { "existing" }, release_id)
+            }
+            Err(s) => {
+                if let Some(suppressed) = self.refusals.admit_now(caller) {
+                    let reason = clean(s.message(), MAX_TEXT);
+                    tracing::warn!(target: "dpagg::audit", %caller, rpc, outcome = "refused", code = ?s.code(), reason, suppressed_since_last = suppressed)
+                }
+            }
         }
     }
-}
 
-/// Audits one read RPC: what was asked for (`asked`, e.g. `release_id=r-1` or a spec) and the
-/// release ids answered, or the refusal.
-pub fn audit_read(caller: &Caller, rpc: Rpc, asked: &str, outcome: Result<&[String], &Status>) {
-    let rpc = rpc.name();
-    match outcome {
-        Ok(ids) => {
-            let releases = ids.join(",");
-            tracing::info!(target: "dpagg::audit", %caller, rpc, outcome = "read", asked, releases)
-        }
-        Err(s) => {
-            tracing::info!(target: "dpagg::audit", %caller, rpc, outcome = "failed", asked, code = ?s.code(), reason = s.message())
+    /// Audits one read RPC: what was asked for (`asked`, e.g. `release_id=r-1` or a spec, cut
+    /// to [`MAX_TEXT`] characters) and the release ids answered, or the failure (within the
+    /// caller's quota of lines).
+    pub fn audit_read(
+        &self,
+        caller: &Caller,
+        rpc: Rpc,
+        asked: &str,
+        outcome: Result<&[String], &Status>,
+    ) {
+        let rpc = rpc.name();
+        let asked = clean(asked, MAX_TEXT);
+        match outcome {
+            Ok(ids) => {
+                let releases = clean(&ids.join(","), MAX_TEXT);
+                tracing::info!(target: "dpagg::audit", %caller, rpc, outcome = "read", asked, releases)
+            }
+            Err(s) => {
+                if let Some(suppressed) = self.refusals.admit_now(caller) {
+                    let reason = clean(s.message(), MAX_TEXT);
+                    tracing::info!(target: "dpagg::audit", %caller, rpc, outcome = "failed", asked, code = ?s.code(), reason, suppressed_since_last = suppressed)
+                }
+            }
         }
     }
 }
@@ -275,6 +304,30 @@ mod tests {
         assert!(e.message().contains("dpagg://org/org-2"), "{}", e.message());
         assert!(!e.message().contains("agg may"), "the list is not revealed");
         assert!(gate.admit(&Caller::Anonymous, Rpc::Describe).is_err());
+    }
+
+    #[test]
+    fn refusals_are_logged_within_a_quota_per_caller() {
+        let gate = Gate::new(AccessPolicy {
+            read: vec!["agg".into()],
+            ..AccessPolicy::default()
+        });
+        for _ in 0..5 * crate::log_limit::LOGGED_PER_MINUTE {
+            let e = gate
+                .admit(&org("mallory"), Rpc::GetLearner)
+                .expect_err("every call is still refused");
+            assert_eq!(e.code(), tonic::Code::PermissionDenied);
+        }
+        assert_eq!(
+            gate.refusals.admit_now(&org("mallory")),
+            None,
+            "quota spent"
+        );
+        assert_eq!(
+            gate.refusals.admit_now(&org("eve")),
+            Some(0),
+            "another caller has its own"
+        );
     }
 
     #[test]

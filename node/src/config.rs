@@ -25,6 +25,8 @@
 //! allow_unproven = false              # releases whose guarantee is not proven (refused)
 //! accept_traps = false                # learners over a schema `check --strict` fails (refused)
 //! max_training_seconds = 120          # training of one release stops after this (no charge)
+//!
+//! [limits]                            # connections and timeouts of both listeners: crate::limits
 //! ```
 //!
 //! Every key is also a flag (`--epsilon-total`) and an environment variable
@@ -33,6 +35,7 @@
 //! came from (the file, the flag or the variable; see [`dpagg_shared::cli::settings`]).
 
 use crate::access::{ANY, AccessPolicy};
+use crate::limits::{LimitSettings, Limits};
 use clap::ArgMatches;
 use dpagg_shared::cli::{ConfigError, FileSettings, Layers, Setting};
 use dpagg_shared::identity::check_organisation_id;
@@ -87,6 +90,10 @@ pub struct Settings {
     #[command(flatten)]
     #[serde(default)]
     pub policy: PolicySettings,
+    /// Connection limits and timeouts: flags of their own, `[limits]` in the file.
+    #[command(flatten)]
+    #[serde(default)]
+    pub limits: LimitSettings,
 }
 
 /// The `[access]` settings.
@@ -278,6 +285,8 @@ pub struct NodeConfig {
     pub access: AccessPolicy,
     /// Privacy policy.
     pub policy: Policy,
+    /// Connection limits and timeouts.
+    pub limits: Limits,
 }
 
 impl FileSettings for Settings {
@@ -330,6 +339,7 @@ impl Settings {
             transport: resolve_transport(&mut l)?,
             access: resolve_access(&mut l)?,
             policy: resolve_policy(&mut l)?,
+            limits: crate::limits::resolve(&mut l)?,
         })
     }
 }

@@ -7,12 +7,17 @@
 //! [`lock`] keeps one serving node per state folder; [`split`] deals a CSV over organisations
 //! for trying dpagg by hand. [`tls_server`] serves mutual TLS with the identities of
 //! `dpagg_shared::identity` (identity folders, organisation ids, the development CA, shared with
-//! the aggregator), [`access`] the per-RPC allow-lists, rate limit and audit log.
+//! the aggregator), [`access`] the per-RPC allow-lists, rate limit and audit log; [`limits`],
+//! [`connections`] and [`log_limit`] keep hostile clients from holding the listeners or
+//! filling the disk with log lines.
 #![forbid(unsafe_code)]
 
 pub mod access;
 pub mod config;
+pub mod connections;
+pub mod limits;
 pub mod lock;
+pub mod log_limit;
 pub mod metrics;
 pub mod metrics_server;
 pub mod node;

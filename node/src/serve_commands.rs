@@ -4,6 +4,7 @@
 use crate::fresh_state;
 use anyhow::{Context, Result, bail};
 use dpagg_node::config::NodeConfig;
+use dpagg_node::limits::{Limits, raise_file_limit};
 use dpagg_node::lock::ServeLock;
 use dpagg_node::node::Node;
 use dpagg_node::transport::Security;
@@ -59,6 +60,19 @@ fn announce_metrics(out: &mut Out, addr: SocketAddr) -> Result<()> {
     }
 }
 
+/// `limits` within the process's file limit, raised to its hard limit first; lowered caps are
+/// logged.
+fn fitted_limits(limits: Limits) -> Limits {
+    let Some(files) = raise_file_limit() else {
+        return limits;
+    };
+    let (limits, note) = limits.fit_to_files(files);
+    if let Some(note) = note {
+        tracing::warn!("{note}");
+    }
+    limits
+}
+
 /// `serve`: the gRPC service until SIGTERM or Ctrl-C (draining for at most 10 s), with the
 /// metrics endpoint when configured; holds the state folder's [`ServeLock`] for its life.
 pub(crate) fn serve(config: NodeConfig, out: &mut Out) -> Result<()> {
@@ -73,6 +87,7 @@ pub(crate) fn serve(config: NodeConfig, out: &mut Out) -> Result<()> {
     })?;
     node.require_no_traps(&config.schema)?;
     let node = Arc::new(node);
+    let limits = fitted_limits(config.limits);
     runtime()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await
@@ -88,12 +103,11 @@ pub(crate) fn serve(config: NodeConfig, out: &mut Out) -> Result<()> {
             let bound = metrics.local_addr().context("metrics address")?;
             tracing::info!(addr = %bound, "metrics on http://{bound}/metrics");
             announce_metrics(out, bound)?;
-            let stop = metrics_stop.clone();
-            tokio::spawn(dpagg_node::metrics_server::serve_metrics(
-                metrics,
-                node.clone(),
-                async move { stop.notified().await },
-            ));
+            let (stop, node) = (metrics_stop.clone(), node.clone());
+            tokio::spawn(async move {
+                let stopped = async move { stop.notified().await };
+                dpagg_node::metrics_server::serve_metrics(metrics, node, &limits, stopped).await
+            });
         }
         // Drain in-flight requests after a signal, but do not wait forever on idle clients.
         let signalled = Arc::new(tokio::sync::Notify::new());
@@ -110,7 +124,7 @@ pub(crate) fn serve(config: NodeConfig, out: &mut Out) -> Result<()> {
             tokio::time::sleep(std::time::Duration::from_secs(10)).await;
         };
         tokio::select! {
-            r = dpagg_node::transport::serve(listener, node, security, signal) => r?,
+            r = dpagg_node::transport::serve(listener, node, security, &limits, signal) => r?,
             () = grace => tracing::warn!("clients still connected 10 s after the signal; exiting"),
         }
         Ok(())

@@ -9,7 +9,7 @@
 //! a status never carries a number computed from the data: mechanism and store failures whose
 //! messages could (a row norm, a gradient norm) are logged locally and sent as `INTERNAL`.
 
-use crate::access::{Caller, Gate, Rpc, audit_publish, audit_read, audit_write};
+use crate::access::{Caller, Gate, Rpc};
 use crate::node::{Node, budget_policy};
 use crate::status::internal;
 pub use crate::status::publish_status;
@@ -22,6 +22,7 @@ use dpagg_proto::v1::organisation_node_server::OrganisationNode;
 use dpagg_shared::privacy::data_release::DataSpec;
 use dpagg_shared::privacy::mechanism::LearnerSpec;
 use dpagg_shared::privacy::release::PublishedLearner;
+use dpagg_shared::util::text::{MAX_TEXT, clean};
 use prost::Message;
 use std::sync::Arc;
 use std::time::Instant;
@@ -184,7 +185,7 @@ impl NodeService {
                 })
             })
             .await;
-        audit_read(
+        self.gate.audit_read(
             &caller,
             Rpc::Describe,
             "",
@@ -199,7 +200,7 @@ impl NodeService {
     ) -> Result<Response<pb::ListLearnersResponse>, Status> {
         let caller = self.admit(&request, Rpc::ListLearners)?;
         let r = request.into_inner();
-        let asked = format!("page_token={:?}", r.page_token);
+        let asked = format!("page_token={:?}", clean(&r.page_token, MAX_TEXT));
         let size = page_size(r.page_size)?;
         let after = page_after(&r.page_token)?;
         let page = self
@@ -212,7 +213,7 @@ impl NodeService {
         let ids: Result<Vec<String>, &Status> = page
             .as_ref()
             .map(|(l, _)| l.iter().map(|r| r.release_id.clone()).collect());
-        audit_read(
+        self.gate.audit_read(
             &caller,
             Rpc::ListLearners,
             &asked,
@@ -239,7 +240,7 @@ impl NodeService {
             .selector
             .ok_or_else(|| Status::invalid_argument("give `release_id`, `spec` or `latest`"))?;
         let asked = match &selector {
-            Selector::ReleaseId(id) => format!("release_id={id:?}"),
+            Selector::ReleaseId(id) => format!("release_id={:?}", clean(id, MAX_TEXT)),
             Selector::Spec(spec) => LearnerSpec::try_from(spec.clone()).map_or_else(
                 |_| "spec=(invalid)".to_owned(),
                 |s| format!("spec={}", s.describe()),
@@ -274,7 +275,7 @@ impl NodeService {
                 )
             })
         });
-        audit_read(
+        self.gate.audit_read(
             &caller,
             Rpc::GetLearner,
             &asked,
@@ -292,7 +293,7 @@ impl NodeService {
             let refused = Status::permission_denied(
                 "this node does not accept remote publishing (policy.allow_remote_publish = false)",
             );
-            audit_publish(&caller, Err(&refused));
+            self.gate.audit_publish(&caller, Err(&refused));
             return Err(refused);
         }
         self.gate.admit(&caller, Rpc::PublishLearner)?;
@@ -302,7 +303,7 @@ impl NodeService {
                 .await
         }
         .await;
-        audit_publish(
+        self.gate.audit_publish(
             &caller,
             published
                 .as_ref()
@@ -321,7 +322,8 @@ impl NodeService {
             let refused = Status::permission_denied(
                 "this node does not accept remote publishing (policy.allow_remote_publish = false)",
             );
-            audit_write(&caller, Rpc::PublishData, Err(&refused));
+            self.gate
+                .audit_write(&caller, Rpc::PublishData, Err(&refused));
             return Err(refused);
         }
         self.gate.admit(&caller, Rpc::PublishData)?;
@@ -331,7 +333,7 @@ impl NodeService {
                 .await
         }
         .await;
-        audit_write(
+        self.gate.audit_write(
             &caller,
             Rpc::PublishData,
             published
@@ -353,7 +355,7 @@ impl NodeService {
             .selector
             .ok_or_else(|| Status::invalid_argument("give `release_id` or `spec`"))?;
         let asked = match &selector {
-            Selector::ReleaseId(id) => format!("release_id={id:?}"),
+            Selector::ReleaseId(id) => format!("release_id={:?}", clean(id, MAX_TEXT)),
             Selector::Spec(spec) => DataSpec::try_from(spec.clone()).map_or_else(
                 |_| "spec=(invalid)".to_owned(),
                 |s| format!("spec={}", s.key()),
@@ -381,7 +383,7 @@ impl NodeService {
                     )
                 })
             });
-        audit_read(
+        self.gate.audit_read(
             &caller,
             Rpc::GetData,
             &asked,
@@ -396,7 +398,7 @@ impl NodeService {
     ) -> Result<Response<pb::ListDataResponse>, Status> {
         let caller = self.admit(&request, Rpc::ListData)?;
         let r = request.into_inner();
-        let asked = format!("page_token={:?}", r.page_token);
+        let asked = format!("page_token={:?}", clean(&r.page_token, MAX_TEXT));
         let size = page_size(r.page_size)?;
         let after = page_after(&r.page_token)?;
         let page = self
@@ -409,7 +411,7 @@ impl NodeService {
         let ids: Result<Vec<String>, &Status> = page
             .as_ref()
             .map(|(l, _)| l.iter().map(|r| r.release_id.clone()).collect());
-        audit_read(
+        self.gate.audit_read(
             &caller,
             Rpc::ListData,
             &asked,

@@ -1,110 +1,184 @@
-//! The node's side of mutual TLS: serving with the rustls server configuration of
-//! `dpagg_shared::identity::server_config`, the handshakes (done here,
-//! not inside tonic, so that a refused handshake is logged with the peer's address and the
-//! reason) and the warning about a certificate that has expired or soon will.
+//! The node's gRPC listener: accepting connections within the caps of
+//! [`crate::limits::Limits`] ([`crate::connections::Table`]), the TLS handshakes with the rustls
+//! server configuration of `dpagg_shared::identity::server_config` (done here, not inside tonic,
+//! so that a refused handshake is logged with the peer's address and the reason, and so that the
+//! client's organisation is known before the connection reaches tonic), and the warning about a
+//! certificate that has expired or soon will.
 //!
-//! Each accepted TCP connection gets its own task that completes the handshake within
-//! [`HANDSHAKE_TIMEOUT`]; only finished handshakes reach tonic, so a peer that opens
-//! connections and never speaks holds a task for at most that long and nothing else.
-//! Refusals are logged on the `dpagg::audit` target, at most [`LOGGED_PER_MINUTE`] a minute;
-//! the rest are counted and the count is logged with the next line that is written.
+//! Each accepted TCP connection takes a slot of the table, or is closed at once; it then gets its
+//! own task that completes the handshake within `limits.handshake_timeout_seconds`, and is
+//! closed if its organisation already holds `limits.max_connections_per_peer` connections. Only
+//! admitted connections reach tonic, each wrapped in a [`Tracked`] that closes it when idle.
+//! Accept errors (out of file descriptors) pause the loop ([`Backoff`]) instead of spinning.
+//! Refusals and accept errors are logged on the `dpagg::audit` target at most
+//! [`LOGGED_PER_MINUTE`] a minute per kind; the rest are counted and the count is logged with
+//! the next line of that kind ([`LogLimit`]).
 
-use dpagg_shared::identity::{CERT_FILE, IdentityDir};
+use crate::connections::{Backoff, Pending, Table, Tracked};
+pub use crate::log_limit::LOGGED_PER_MINUTE;
+use crate::log_limit::LogLimit;
+use dpagg_shared::identity::{CERT_FILE, IdentityDir, organisation_of};
+use dpagg_shared::util::text::{MAX_TEXT, clean};
+use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::rustls;
 use tokio_rustls::server::TlsStream;
 use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
 
-/// How long a client has to finish its handshake.
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Refused handshakes logged per minute; more are counted, not logged one by one.
-pub const LOGGED_PER_MINUTE: u32 = 20;
-
 /// Warn at start when the node's certificate expires within this many days.
 pub const EXPIRY_WARNING_DAYS: i64 = 30;
 
-/// Accepts connections on `listener` and yields those whose handshake succeeded; refused ones
-/// are logged. The accept loop stops when tonic drops the stream (at shutdown).
-pub fn incoming(
-    listener: TcpListener,
+/// The connections [`incoming`] yields.
+pub type Incoming<IO> = ReceiverStream<Result<Tracked<IO>, std::io::Error>>;
+
+/// The outcome of a handshake: the connection and the client's organisation (`None` in plain
+/// text), or why it was refused.
+pub type Handshaken<IO> = Result<(IO, Option<String>), String>;
+
+/// A handshake in progress.
+pub type Handshake<IO> = Pin<Box<dyn Future<Output = Handshaken<IO>> + Send>>;
+
+/// The mutual TLS handshake with `config`: the client's organisation is the identity of its
+/// certificate (the handshake has verified it against the federation's CA).
+pub fn tls_handshake(
     config: Arc<rustls::ServerConfig>,
-) -> ReceiverStream<Result<TlsStream<TcpStream>, std::io::Error>> {
-    let (tx, rx) = tokio::sync::mpsc::channel(64);
+) -> impl Fn(TcpStream) -> Handshake<TlsStream<TcpStream>> + Send + Sync + 'static {
     let acceptor = tokio_rustls::TlsAcceptor::from(config);
-    let log = Arc::new(Mutex::new(RefusalLog::default()));
+    move |tcp| {
+        let acceptor = acceptor.clone();
+        Box::pin(async move {
+            let tls = acceptor.accept(tcp).await.map_err(|e| e.to_string())?;
+            let leaf = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|chain| chain.first())
+                .ok_or("no client certificate")?;
+            let organisation =
+                organisation_of(leaf).map_err(|e| format!("client certificate: {e}"))?;
+            Ok((tls, Some(organisation)))
+        })
+    }
+}
+
+/// Plain text (`--insecure`): no handshake and nobody known, so no per-peer cap.
+pub fn plain(tcp: TcpStream) -> Handshake<TcpStream> {
+    Box::pin(async move { Ok((tcp, None)) })
+}
+
+/// Logs a refusal of `kind` from `peer`, unless this minute's quota of the kind is spent.
+fn refused(
+    log: &LogLimit<&'static str>,
+    kind: &'static str,
+    message: &str,
+    peer: SocketAddr,
+    reason: &str,
+) {
+    if let Some(suppressed) = log.admit_now(&kind) {
+        tracing::warn!(
+            target: "dpagg::audit",
+            %peer,
+            reason = %clean(reason, MAX_TEXT),
+            suppressed_since_last = suppressed,
+            "{message}"
+        );
+    }
+}
+
+/// The connection of a finished handshake, if its organisation has room; refusals logged.
+fn open<IO>(
+    shaken: Handshaken<IO>,
+    pending: Pending,
+    peer: SocketAddr,
+    log: &LogLimit<&'static str>,
+) -> Option<Tracked<IO>> {
+    let (io, organisation) = match shaken {
+        Ok(done) => done,
+        Err(reason) => {
+            refused(log, "handshake", "refused a TLS handshake", peer, &reason);
+            return None;
+        }
+    };
+    match pending.open(organisation) {
+        Ok(slot) => Some(Tracked::new(io, slot)),
+        Err(refusal) => {
+            let reason = refusal.to_string();
+            refused(log, refusal.kind(), "refused a connection", peer, &reason);
+            None
+        }
+    }
+}
+
+/// Accepts connections on `listener` within `table`'s caps, runs `handshake` on each (within
+/// `handshake_timeout`) and yields those admitted; the others are closed and logged. The
+/// accept loop stops when tonic drops the stream (at shutdown).
+pub fn incoming<IO, H>(
+    listener: TcpListener,
+    table: Arc<Table>,
+    handshake_timeout: Duration,
+    handshake: H,
+) -> Incoming<IO>
+where
+    IO: Send + 'static,
+    H: Fn(TcpStream) -> Handshake<IO> + Send + Sync + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    let log = Arc::new(LogLimit::default());
+    let handshake = Arc::new(handshake);
     tokio::spawn(async move {
+        let mut backoff = Backoff::new();
         loop {
             let (tcp, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
-                    Ok(a) => a,
+                    Ok(a) => {
+                        backoff.reset();
+                        a
+                    }
                     Err(e) => {
                         // Out of file descriptors and the like: wait, do not spin.
-                        tracing::warn!("cannot accept a connection: {e}");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        if let Some(suppressed) = log.admit_now(&"accept") {
+                            tracing::warn!(suppressed_since_last = suppressed, "cannot accept a connection: {e}");
+                        }
+                        tokio::time::sleep(backoff.pause()).await;
                         continue;
                     }
                 },
                 () = tx.closed() => return,
             };
+            let pending = match table.admit(peer) {
+                Ok(pending) => pending,
+                Err(refusal) => {
+                    refused(
+                        &log,
+                        refusal.kind(),
+                        "refused a connection",
+                        peer,
+                        &refusal.to_string(),
+                    );
+                    continue;
+                }
+            };
             let _ = tcp.set_nodelay(true);
-            let (tx, acceptor, log) = (tx.clone(), acceptor.clone(), log.clone());
+            let (tx, log, handshake) = (tx.clone(), log.clone(), handshake.clone());
             tokio::spawn(async move {
-                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                    Ok(Ok(tls)) => {
-                        let _ = tx.send(Ok(tls)).await;
-                    }
-                    Ok(Err(e)) => refused(&log, peer, &e.to_string()),
-                    Err(_) => refused(&log, peer, "no handshake within 10 s"),
+                let shaken = tokio::time::timeout(handshake_timeout, handshake(tcp)).await;
+                let shaken = shaken.unwrap_or_else(|_| {
+                    Err(format!(
+                        "no handshake within {} s (limits.handshake_timeout_seconds)",
+                        handshake_timeout.as_secs_f64()
+                    ))
+                });
+                if let Some(admitted) = open(shaken, pending, peer, &log) {
+                    let _ = tx.send(Ok(admitted)).await;
                 }
             });
         }
     });
     ReceiverStream::new(rx)
-}
-
-/// Logs one refused handshake, unless this minute's quota is spent.
-fn refused(log: &Mutex<RefusalLog>, peer: SocketAddr, reason: &str) {
-    let Ok(mut log) = log.lock() else { return };
-    if let Some(suppressed) = log.admit(Instant::now()) {
-        tracing::warn!(
-            target: "dpagg::audit",
-            %peer,
-            reason,
-            suppressed_since_last = suppressed,
-            "refused a TLS handshake"
-        );
-    }
-}
-
-/// The rate limit of refusal lines: a fixed one-minute window.
-#[derive(Debug, Default)]
-struct RefusalLog {
-    window: Option<Instant>,
-    logged: u32,
-    suppressed: u64,
-}
-
-impl RefusalLog {
-    /// `Some(number suppressed since the last logged line)` when this refusal may be logged.
-    fn admit(&mut self, now: Instant) -> Option<u64> {
-        let fresh = self
-            .window
-            .is_none_or(|start| now.duration_since(start) >= Duration::from_secs(60));
-        if fresh {
-            self.window = Some(now);
-            self.logged = 0;
-        }
-        if self.logged >= LOGGED_PER_MINUTE {
-            self.suppressed += 1;
-            return None;
-        }
-        self.logged += 1;
-        Some(std::mem::take(&mut self.suppressed))
-    }
 }
 
 /// A warning when `identity`'s certificate has expired or expires within
@@ -156,18 +230,5 @@ mod tests {
         assert!(gone.contains("EXPIRED 3 day(s) ago"), "{gone}");
         assert_eq!(expiry_warning(&identity, not_after - 31 * 86_400), None);
         server_config(&identity).expect("a server config");
-    }
-
-    #[test]
-    fn refusals_are_logged_up_to_the_quota_then_counted() {
-        let mut log = RefusalLog::default();
-        let t0 = Instant::now();
-        for _ in 0..LOGGED_PER_MINUTE {
-            assert_eq!(log.admit(t0), Some(0));
-        }
-        assert_eq!(log.admit(t0), None);
-        assert_eq!(log.admit(t0 + Duration::from_secs(30)), None);
-        assert_eq!(log.admit(t0 + Duration::from_secs(61)), Some(2));
-        assert_eq!(log.admit(t0 + Duration::from_secs(62)), Some(0));
     }
 }

@@ -1,11 +1,16 @@
 //! Transport set-up in one place: the node service plus tonic-health (and, when the access
 //! policy enables it, server reflection) on a listener, with mutual TLS unless the node runs
-//! `--insecure`, until a shutdown future resolves.
+//! `--insecure`, within the connection limits of [`crate::limits::Limits`] (caps, handshake and
+//! idle timeouts: [`crate::tls_server`], [`crate::connections`]; HTTP/2 keep-alive, streams per
+//! connection and a call timeout: the tonic server), until a shutdown future resolves.
 
 use crate::access::{AccessPolicy, Gate};
 use crate::config::Transport;
+use crate::connections::{ActivityLayer, Table};
+use crate::limits::Limits;
 use crate::node::Node;
 use crate::service::NodeService;
+use crate::tls_server::{incoming, plain, tls_handshake};
 use dpagg_proto::signature::{SignatureError, SigningKey};
 use dpagg_proto::v1::FILE_DESCRIPTOR_SET;
 use dpagg_proto::v1::organisation_node_server::OrganisationNodeServer;
@@ -13,7 +18,6 @@ use dpagg_shared::identity::{CERT_FILE, IdentityDir, TlsError, server_config};
 use std::future::Future;
 use std::sync::Arc;
 use tokio::net::TcpListener;
-use tonic::transport::server::TcpIncoming;
 
 /// Why the server stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -110,11 +114,13 @@ fn reflection() -> tonic_reflection::server::Builder<'static> {
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
 }
 
-/// Serves `node` on `listener` until `shutdown` resolves, then drains in-flight requests.
+/// Serves `node` on `listener` within `limits` until `shutdown` resolves, then drains
+/// in-flight requests.
 pub async fn serve(
     listener: TcpListener,
     node: Arc<Node>,
     security: Security,
+    limits: &Limits,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), TransportError> {
     let (reporter, health) = tonic_health::server::health_reporter();
@@ -134,27 +140,35 @@ pub async fn serve(
         );
     }
     let reflect = security.access.reflection;
+    let calls = Limits::call_timeout(node.policy.max_training_seconds);
     let service = NodeService::new(node, Gate::new(security.access), security.signer);
+    let table = Table::new(limits);
     let router = tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(limits.keepalive_interval))
+        .http2_keepalive_timeout(Some(limits.keepalive_timeout))
+        .max_concurrent_streams(limits.max_streams_per_connection)
+        .concurrency_limit_per_connection(limits.max_streams_per_connection as usize)
+        .timeout(calls)
+        .layer(ActivityLayer::new(table.clone()))
         .add_service(health)
         .add_optional_service(reflect.then(|| reflection().build_v1()).transpose()?)
         .add_optional_service(reflect.then(|| reflection().build_v1alpha()).transpose()?)
         .add_service(OrganisationNodeServer::new(service));
+    // Handshakes and caps are ours (crate::tls_server) so that refusals are logged and each
+    // connection's organisation is counted. TCP_NODELAY is set on every connection: without it,
+    // Nagle's algorithm and delayed ACKs delay each small response.
+    let handshake_timeout = limits.handshake_timeout;
     match security.tls {
-        // Handshakes are ours (crate::tls_server) so that refusals are logged.
         Some(tls) => {
+            let incoming = incoming(listener, table, handshake_timeout, tls_handshake(tls));
             router
-                .serve_with_incoming_shutdown(crate::tls_server::incoming(listener, tls), shutdown)
+                .serve_with_incoming_shutdown(incoming, shutdown)
                 .await?
         }
-        // TCP_NODELAY: without it, Nagle's algorithm and delayed ACKs add ~40 ms to each small
-        // response on loopback (measured by `dpagg-aggregator bench-fetch`).
         None => {
+            let incoming = incoming(listener, table, handshake_timeout, plain);
             router
-                .serve_with_incoming_shutdown(
-                    TcpIncoming::from(listener).with_nodelay(Some(true)),
-                    shutdown,
-                )
+                .serve_with_incoming_shutdown(incoming, shutdown)
                 .await?
         }
     }

@@ -153,13 +153,34 @@ impl NodeProcess {
     /// As [`NodeProcess::start`], with the metrics endpoint on an ephemeral port: returns the
     /// node and the metrics address (from its second stdout line).
     pub fn start_with_metrics(config: &Path) -> (NodeProcess, String) {
+        let mut command = Command::new(binary("dpagg-node"));
+        command.stderr(std::process::Stdio::null());
+        Self::spawn_with_metrics(command, config)
+    }
+
+    /// As [`NodeProcess::start_with_metrics`], in a process that may open at most `files`
+    /// files (`ulimit -n`, soft and hard), with its log (stderr) written to `log`.
+    pub fn start_under_file_limit(config: &Path, log: &Path, files: u64) -> (NodeProcess, String) {
+        let file = std::fs::File::create(log).expect("create the log file");
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
+            .arg(binary("dpagg-node"))
+            .env_remove("DPAGG_LOG")
+            .stderr(file);
+        Self::spawn_with_metrics(command, config)
+    }
+
+    /// Runs `command` followed by `serve --config <config>` on ephemeral ports for gRPC and
+    /// metrics, and reads both addresses from its stdout.
+    fn spawn_with_metrics(mut command: Command, config: &Path) -> (NodeProcess, String) {
         use std::io::BufRead;
-        let mut child = Command::new(binary("dpagg-node"))
+        let mut child = command
             .args(["serve", "--config"])
             .arg(config)
             .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
             .spawn()
             .expect("spawn dpagg-node");
         let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
@@ -243,6 +264,25 @@ impl Drop for NodeProcess {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// `dpagg-node certs init` of `orgs` (comma-separated) into `dir/name`: the federation's CA
+/// and one identity folder per organisation.
+pub fn federation(dir: &Path, name: &str, orgs: &str) -> PathBuf {
+    let out = dir.join(name);
+    assert_success(&run(
+        "dpagg-node",
+        &[
+            "certs",
+            "init",
+            "--out",
+            out.to_str().expect("utf8"),
+            "--org",
+            orgs,
+        ],
+        dir,
+    ));
+    out
 }
 
 /// Writes a node configuration (and its data: `rows` rows of the bundled Diabetes data) into

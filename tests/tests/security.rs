@@ -7,27 +7,11 @@
 use dpagg_proto::signature::SigningKey;
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::organisation_node_server::OrganisationNodeServer;
-use dpagg_tests::{FakeNode, NodeProcess, assert_success, run, tls_node_config, write_own_data};
+use dpagg_tests::{
+    FakeNode, NodeProcess, assert_success, federation, run, tls_node_config, write_own_data,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-/// `dpagg-node certs init` of `orgs` into `dir/name`.
-fn federation(dir: &Path, name: &str, orgs: &str) -> PathBuf {
-    let out = dir.join(name);
-    assert_success(&run(
-        "dpagg-node",
-        &[
-            "certs",
-            "init",
-            "--out",
-            out.to_str().expect("utf8"),
-            "--org",
-            orgs,
-        ],
-        dir,
-    ));
-    out
-}
 
 /// `dpagg-node health` against `node` with the identity folder `identity`.
 fn health(node: &NodeProcess, identity: &Path) -> std::process::Output {

@@ -99,8 +99,7 @@ impl Exclusion {
     }
 }
 
-/// Longest text kept from a node (ids, messages, reasons), in characters.
-pub const MAX_TEXT: usize = 300;
+pub use dpagg_shared::util::text::{MAX_TEXT, clean};
 
 /// Largest reply accepted from a node when the schema's dimension is not known (1 MiB).
 pub const MAX_REPLY_BYTES: usize = 1 << 20;
@@ -110,25 +109,6 @@ pub const MAX_REPLY_BYTES: usize = 1 << 20;
 /// schema's text, so 256 KiB plus 16 bytes per dimension.
 pub fn max_reply_bytes(dim: usize) -> usize {
     (256 << 10) + 16 * dim
-}
-
-/// `text` made safe for reports and terminals: control characters (escape sequences, newlines)
-/// and the invisible formatting characters that reorder or hide text (bidirectional overrides,
-/// zero-width characters) replaced by `�`, cut to `max` characters with `…`.
-pub fn clean(text: &str, max: usize) -> String {
-    let hidden = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
-    };
-    let mut out: String = text
-        .chars()
-        .take(max)
-        .map(|c| if hidden(c) { '\u{fffd}' } else { c })
-        .collect();
-    if text.chars().nth(max).is_some() {
-        out.push('…');
-    }
-    out
 }
 
 /// How the aggregator reaches nodes.

@@ -4,10 +4,12 @@
 //! - [`stats`]: mean ± sd and the Kolmogorov–Smirnov test of the noise tests.
 //! - [`files`]: [`files::atomic_write`], output that is never half-written (invariant 5).
 //! - [`stop`]: [`stop::Stop`], cancellation and deadlines for long work.
+//! - [`text`]: [`text::clean`], text from peers capped and made safe for logs and reports.
 //! - [`time`]: timestamps of releases and reports.
 
 pub mod files;
 pub mod num;
 pub mod stats;
 pub mod stop;
+pub mod text;
 pub mod time;
