@@ -4,9 +4,10 @@
 
 use anyhow::{Context, Result, bail};
 use dpagg_shared::cli::Out;
+use dpagg_shared::data::csv::LoadReport;
 use dpagg_shared::data::csv::load_csv_for_check;
 use dpagg_shared::data::csv::rows::IMPLAUSIBLE;
-use dpagg_shared::data::diagnose::{data_findings, schema_findings};
+use dpagg_shared::data::diagnose::findings;
 use dpagg_shared::data::dictionary::Dictionary;
 use dpagg_shared::data::schema::Schema;
 use dpagg_shared::data::schema_init::{Draft, draft_with};
@@ -65,15 +66,7 @@ pub fn schema(command: SchemaCommand, out: &mut Out) -> Result<()> {
     let name = data
         .file_stem()
         .map_or_else(|| "data".to_owned(), |s| s.to_string_lossy().into_owned());
-    let dictionary = match &bounds {
-        None => None,
-        Some(path) => {
-            let dict_origin = path.display().to_string();
-            let f =
-                std::fs::File::open(path).with_context(|| format!("{dict_origin}: cannot read"))?;
-            Some(Dictionary::read(f, &dict_origin)?)
-        }
-    };
+    let dictionary = bounds.as_deref().map(read_dictionary).transpose()?;
     let d = draft_with(
         file,
         &origin,
@@ -94,26 +87,58 @@ pub fn schema(command: SchemaCommand, out: &mut Out) -> Result<()> {
         d.separator.name()
     )?;
     if let Some(dict) = &dictionary {
-        let covered = d
-            .features
-            .iter()
-            .filter(|f| dict.entries.contains_key(&f.name))
-            .count();
+        print_dictionary(&d, dict, &origin, out)?;
+    }
+    print_columns(&d, &label, out)?;
+    print_observed(&d, out)?;
+    let accept = if d.features.iter().any(|f| f.proposal.is_some()) {
+        ", uncomment the proposals that fit what each column measures"
+    } else {
+        ""
+    };
+    writeln!(
+        out,
+        "next: replace every `bounds = \"observed\"` feature's lo and hi by public bounds and \
+         delete that line{accept}, then: dpagg-node check --data {} --schema {} --strict",
+        data.display(),
+        target.display()
+    )?;
+    Ok(())
+}
+
+/// Reads `--bounds`'s data dictionary.
+fn read_dictionary(path: &Path) -> Result<Dictionary> {
+    let origin = path.display().to_string();
+    let f = std::fs::File::open(path).with_context(|| format!("{origin}: cannot read"))?;
+    Ok(Dictionary::read(f, &origin)?)
+}
+
+/// How many features the dictionary covered, and its entries the file does not have.
+fn print_dictionary(d: &Draft, dict: &Dictionary, origin: &str, out: &mut Out) -> Result<()> {
+    let covered = d
+        .features
+        .iter()
+        .filter(|f| dict.entries.contains_key(&f.name))
+        .count();
+    writeln!(
+        out,
+        "public bounds from {} for {covered} of {} feature(s); the other {} stay observed",
+        dict.origin,
+        d.features.len(),
+        d.features.len() - covered
+    )?;
+    if !d.unused.is_empty() {
         writeln!(
             out,
-            "public bounds from {} for {covered} of {} feature(s); the other {} stay observed",
-            dict.origin,
-            d.features.len(),
-            d.features.len() - covered
+            "in the dictionary but not a numeric column of {origin}: {}",
+            d.unused.join(", ")
         )?;
-        if !d.unused.is_empty() {
-            writeln!(
-                out,
-                "in the dictionary but not a numeric column of {origin}: {}",
-                d.unused.join(", ")
-            )?;
-        }
     }
+    Ok(())
+}
+
+/// The label's classes, the missing markers seen and the columns left out.
+fn print_columns(d: &Draft, label: &str, out: &mut Out) -> Result<()> {
     let [(pos, np), (neg, nn)] = &d.classes;
     writeln!(
         out,
@@ -132,19 +157,6 @@ pub fn schema(command: SchemaCommand, out: &mut Out) -> Result<()> {
             strays.values.first().map_or("", String::as_str)
         )?;
     }
-    print_observed(&d, out)?;
-    let accept = if d.features.iter().any(|f| f.proposal.is_some()) {
-        ", uncomment the proposals that fit what each column measures"
-    } else {
-        ""
-    };
-    writeln!(
-        out,
-        "next: replace every `bounds = \"observed\"` feature's lo and hi by public bounds and \
-         delete that line{accept}, then: dpagg-node check --data {} --schema {} --strict",
-        data.display(),
-        target.display()
-    )?;
     Ok(())
 }
 
@@ -241,6 +253,28 @@ pub fn check(data: &Path, schema_path: &Path, strict: bool, out: &mut Out) -> Re
             report.ignored.join(", ")
         )?;
     }
+    print_counts(&report, out)?;
+    let findings: Vec<String> = findings(&schema, &report)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    for f in &findings {
+        writeln!(out, "warning: {f}")?;
+    }
+    if findings.is_empty() {
+        writeln!(out, "no trap found")?;
+    } else if strict {
+        bail!(
+            "{}: {} warning(s) (--strict)",
+            schema_path.display(),
+            findings.len()
+        );
+    }
+    Ok(())
+}
+
+/// Per feature: values clipped, implausible and missing (counts only).
+fn print_counts(report: &LoadReport, out: &mut Out) -> Result<()> {
     if report.total_clipped() == 0 {
         writeln!(out, "no value outside the schema bounds")?;
     }
@@ -262,23 +296,6 @@ pub fn check(data: &Path, schema_path: &Path, strict: bool, out: &mut Out) -> Re
             out,
             "{count} missing value(s) of `{feature}` (mapped to its centre)"
         )?;
-    }
-    let findings: Vec<String> = schema_findings(&schema)
-        .into_iter()
-        .chain(data_findings(&schema, &report))
-        .map(|f| f.to_string())
-        .collect();
-    for f in &findings {
-        writeln!(out, "warning: {f}")?;
-    }
-    if findings.is_empty() {
-        writeln!(out, "no trap found")?;
-    } else if strict {
-        bail!(
-            "{}: {} warning(s) (--strict)",
-            schema_path.display(),
-            findings.len()
-        );
     }
     Ok(())
 }

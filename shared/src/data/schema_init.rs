@@ -451,43 +451,7 @@ fn render(
         quote(&d.classes[1].0)
     );
     for f in &d.features {
-        let entry = dictionary.and_then(|dict| Some((dict, dict.entries.get(&f.name)?)));
-        match entry {
-            Some((dict, e)) => feature_from_dictionary(&mut s, &f.name, e, &dict.origin),
-            None => {
-                let (lo, hi) = round_out(f.min, f.max);
-                let _ = writeln!(
-                    s,
-                    "\n[[features]]\nname = {}\nlo = {lo:?}\nhi = {hi:?}\nbounds = \"observed\"  # replace lo and hi by public bounds, then delete this line",
-                    quote(&f.name)
-                );
-            }
-        }
-        if f.strays.count > 0 {
-            let list: Vec<String> = f.strays.values.iter().map(|v| quote(v)).collect();
-            let _ = writeln!(
-                s,
-                "# {} cell(s) of this column are not numbers (first on line {}); if they mean\n\
-                 # \"not measured\", uncomment (they are cells of your file: check that they name\n\
-                 # no one before sharing this schema); otherwise fix them in the export:\n\
-                 # missing = [{}]",
-                f.strays.count,
-                f.strays.first_line,
-                list.join(", ")
-            );
-        }
-        let transform_given = entry.is_some_and(|(_, e)| e.transform.is_some());
-        if let Some(p) = f.proposal.as_ref().filter(|_| !transform_given) {
-            let _ = writeln!(
-                s,
-                "# proposed by schema init (a decision about the data's shape: {});\n\
-                 # uncomment to accept:",
-                p.shape()
-            );
-            for key in p.keys() {
-                let _ = writeln!(s, "# {key}");
-            }
-        }
+        render_feature(&mut s, f, dictionary);
     }
     if !d.skipped.is_empty() {
         let _ = writeln!(
@@ -501,6 +465,48 @@ fn render(
         );
     }
     s
+}
+
+/// One feature: public bounds from the dictionary or observed ones, the commented markers for
+/// its stray cells, and the commented proposal for its shape.
+fn render_feature(s: &mut String, f: &Column, dictionary: Option<&Dictionary>) {
+    let entry = dictionary.and_then(|dict| Some((dict, dict.entries.get(&f.name)?)));
+    match entry {
+        Some((dict, e)) => feature_from_dictionary(s, &f.name, e, &dict.origin),
+        None => {
+            let (lo, hi) = round_out(f.min, f.max);
+            let _ = writeln!(
+                s,
+                "\n[[features]]\nname = {}\nlo = {lo:?}\nhi = {hi:?}\nbounds = \"observed\"  # replace lo and hi by public bounds, then delete this line",
+                quote(&f.name)
+            );
+        }
+    }
+    if f.strays.count > 0 {
+        let list: Vec<String> = f.strays.values.iter().map(|v| quote(v)).collect();
+        let _ = writeln!(
+            s,
+            "# {} cell(s) of this column are not numbers (first on line {}); if they mean\n\
+             # \"not measured\", uncomment (they are cells of your file: check that they name\n\
+             # no one before sharing this schema); otherwise fix them in the export:\n\
+             # missing = [{}]",
+            f.strays.count,
+            f.strays.first_line,
+            list.join(", ")
+        );
+    }
+    let transform_given = entry.is_some_and(|(_, e)| e.transform.is_some());
+    if let Some(p) = f.proposal.as_ref().filter(|_| !transform_given) {
+        let _ = writeln!(
+            s,
+            "# proposed by schema init (a decision about the data's shape: {});\n\
+             # uncomment to accept:",
+            p.shape()
+        );
+        for key in p.keys() {
+            let _ = writeln!(s, "# {key}");
+        }
+    }
 }
 
 /// A feature whose public bounds (and transform) come from a data dictionary.
