@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Runs docs/own-data.md ("Your own data in six steps") exactly as written: every sh block after
+# Runs docs/own-data.md ("Your own data in six steps"), or the page given as the first argument
+# (docs/own-data-categorical.md, the same steps on a table with text columns), exactly as
+# written: every sh block after
 # the `<!-- ci: own-data -->` marker, in order, from the repository root. Then checks what the page
 # promises: `predict` on the run's test file reproduces the report's test accuracy exactly, and the
 # page's Python snippet (after `<!-- ci: predict.py -->`, numpy only, in a throw-away virtualenv)
-# reproduces `predict`'s probabilities and margins to 1e-12, on the run's model and on the same
+# (always docs/own-data.md's) reproduces `predict`'s probabilities and margins to 1e-12, on the run's model and on the same
 # model weighing both of its maps (the clinic's own and the agreed one). Nodes left behind are
 # stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-page=docs/own-data.md
+page="${1:-docs/own-data.md}"
 block="$(awk '/<!-- ci: own-data -->/ {m = 1} m && /^```sh/ {b = 1; next} b && /^```/ {b = 0; next} b {print}' "$page")"
-snippet="$(awk '/<!-- ci: predict.py -->/ {m = 1; next} m && /^```python/ {b = 1; next} b && /^```/ {exit} b {print}' "$page")"
+snippet="$(awk '/<!-- ci: predict.py -->/ {m = 1; next} m && /^```python/ {b = 1; next} b && /^```/ {exit} b {print}' docs/own-data.md)"
 if [ -z "$block" ] || [ -z "$snippet" ]; then
   echo "own_data_steps.sh: the sh blocks or the Python snippet of $page are missing" >&2
   exit 1
@@ -77,4 +79,4 @@ PY
 target/release/dpagg-aggregator predict --model "$work/both.json" --data owndata/clinic-heldout.csv --out "$work/both.csv" >/dev/null
 "$work/venv/bin/python" "$work/predict.py" "$work/both.json" owndata/clinic-heldout.csv > "$work/python-both.csv"
 compare "$work/both.csv" "$work/python-both.csv"
-echo "docs/own-data.md: six steps run, predict and the Python snippet agree"
+echo "$page: six steps run, predict and the Python snippet agree"

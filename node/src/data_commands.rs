@@ -79,9 +79,10 @@ pub fn schema(command: SchemaCommand, out: &mut Out) -> Result<()> {
         .with_context(|| format!("{}: cannot write", target.display()))?;
     writeln!(
         out,
-        "wrote {}: {} feature(s) from {} rows of {} (separator {})",
+        "wrote {}: {} numeric and {} categorical feature(s) from {} rows of {} (separator {})",
         target.display(),
         d.features.len(),
+        d.categorical.len(),
         d.rows,
         origin,
         d.separator.name()
@@ -148,10 +149,34 @@ fn print_columns(d: &Draft, label: &str, out: &mut Out) -> Result<()> {
         let m: Vec<String> = d.markers.iter().map(|m| format!("{m:?}")).collect();
         writeln!(out, "missing markers seen: {}", m.join(", "))?;
     }
+    for c in &d.categorical {
+        let listed: Vec<String> = c
+            .categories
+            .iter()
+            .map(|(t, n)| {
+                if c.public {
+                    format!("{t:?}")
+                } else {
+                    format!("{t:?} {n}")
+                }
+            })
+            .collect();
+        let origin = if c.public {
+            "public, from the dictionary"
+        } else {
+            "observed: confirm them"
+        };
+        writeln!(
+            out,
+            "categorical `{}` ({origin}): {}",
+            c.name,
+            listed.join(", ")
+        )?;
+    }
     for (name, strays) in &d.skipped {
         writeln!(
             out,
-            "left out `{name}` (not numbers): {} cell(s) are text, first on line {}: {:?}",
+            "left out `{name}` (neither numbers nor a few categories): {} cell(s) are text, first on line {}: {:?}",
             strays.count,
             strays.first_line,
             strays.values.first().map_or("", String::as_str)
@@ -253,7 +278,7 @@ pub fn check(data: &Path, schema_path: &Path, strict: bool, out: &mut Out) -> Re
             report.ignored.join(", ")
         )?;
     }
-    print_counts(&report, out)?;
+    print_counts(&schema, &report, out)?;
     let findings: Vec<String> = findings(&schema, &report)
         .iter()
         .map(ToString::to_string)
@@ -273,8 +298,9 @@ pub fn check(data: &Path, schema_path: &Path, strict: bool, out: &mut Out) -> Re
     Ok(())
 }
 
-/// Per feature: values clipped, implausible and missing (counts only).
-fn print_counts(report: &LoadReport, out: &mut Out) -> Result<()> {
+/// Per feature: values clipped, implausible and missing (counts only); per categorical
+/// column: its missing cells once, and its unlisted ones with the first line and text.
+fn print_counts(schema: &Schema, report: &LoadReport, out: &mut Out) -> Result<()> {
     if report.total_clipped() == 0 {
         writeln!(out, "no value outside the schema bounds")?;
     }
@@ -291,10 +317,22 @@ fn print_counts(report: &LoadReport, out: &mut Out) -> Result<()> {
              bounds outside them; clipped, counted apart)"
         )?;
     }
-    for (feature, count) in report.missing.iter().filter(|(_, c)| *c > 0) {
+    let mut columns = std::collections::HashSet::new();
+    for (f, (_, count)) in schema.features.iter().zip(&report.missing) {
+        if *count > 0 && columns.insert(f.source_column()) {
+            let feature = f.source_column();
+            writeln!(
+                out,
+                "{count} missing value(s) of `{feature}` (mapped to its centre)"
+            )?;
+        }
+    }
+    for u in &report.unlisted {
         writeln!(
             out,
-            "{count} missing value(s) of `{feature}` (mapped to its centre)"
+            "{} cell(s) of `{}` not among its categories, first {:?} on line {} (read as missing; \
+             add the category to the schema if it is real, else fix the export)",
+            u.count, u.column, u.first.1, u.first.0
         )?;
     }
     Ok(())

@@ -53,11 +53,15 @@ fn schema_init_then_public_bounds_then_check_and_publish() {
     assert_success(&init);
     let said = stdout(&init);
     assert!(
-        said.starts_with("wrote visits.schema.toml: 2 feature(s) from 120 rows"),
+        said.starts_with(
+            "wrote visits.schema.toml: 2 numeric and 0 categorical feature(s) from 120 rows"
+        ),
         "{said}"
     );
     assert!(
-        said.contains("left out `id` (not numbers): 120 cell(s) are text, first on line 2"),
+        said.contains(
+            "left out `id` (neither numbers nor a few categories): 120 cell(s) are text, first on line 2"
+        ),
         "{said}"
     );
     let schema = fs::read_to_string(d.join("visits.schema.toml")).expect("schema");

@@ -262,7 +262,30 @@ pub fn data_findings(schema: &Schema, report: &LoadReport) -> Vec<Finding> {
             );
         }
     }
+    out.extend(unlisted(report));
     out
+}
+
+/// Categorical columns with more than [`CLIPPED_SHARE`] of their cells not among their
+/// categories: a misspelled or missing category list, whose rows all sit at the centre.
+fn unlisted(report: &LoadReport) -> impl Iterator<Item = Finding> + '_ {
+    let rows = report.rows.max(1) as f64;
+    (report.unlisted.iter())
+        .filter(move |u| u.count as f64 > CLIPPED_SHARE * rows)
+        .map(move |u| Finding {
+            feature: Some(u.column.clone()),
+            problem: format!(
+                "{:.0} % of its cells are not among its categories (first {:?} on line {}), \
+                 so those rows sit at the feature's centre",
+                100.0 * u.count as f64 / rows,
+                u.first.1,
+                u.first.0
+            ),
+            fix: "add the categories the column really holds (from a public code list) or \
+                  fix the export's spelling"
+                .into(),
+            follows_map: false,
+        })
 }
 
 /// Rows alike above [`ALIKE`] in ball mode, naming the features whose values sit furthest from

@@ -1,5 +1,5 @@
 //! A data dictionary: the public bounds of a table's columns, as a CSV a hospital already keeps
-//! (`name,lo,hi`, optionally `transform` and `unit`), read by `dpagg-node schema init --bounds`
+//! (`name,lo,hi`, optionally `transform`, `unit` and `categories`), read by `dpagg-node schema init --bounds`
 //! so that nobody types 57 bounds by hand. A column the dictionary covers gets its public bounds
 //! (and transform) in the draft, with no `bounds = "observed"` line; a column it does not cover
 //! stays observed and refused, as without a dictionary.
@@ -19,7 +19,7 @@ pub enum DictionaryError {
     Data(#[from] super::csv::DataError),
     /// A required column is missing from the header.
     #[error(
-        "{origin}:1: no column `{column}` in the header (a data dictionary has name, lo, hi and optionally transform, unit)"
+        "{origin}:1: no column `{column}` in the header (a data dictionary has name, lo, hi and optionally transform, unit, categories)"
     )]
     NoColumn {
         /// The file.
@@ -50,6 +50,9 @@ pub struct Entry {
     pub transform: Option<String>,
     /// The `log1p` unit, when given.
     pub unit: Option<f64>,
+    /// A categorical column's public categories (`never|former|current`); its `lo` and `hi`
+    /// are then blank and read as NaN.
+    pub categories: Option<Vec<String>>,
 }
 
 /// A data dictionary: entries by column name, and the file it came from.
@@ -88,7 +91,7 @@ impl Dictionary {
             })
         };
         let (name, lo, hi) = (need("name")?, need("lo")?, need("hi")?);
-        let (transform, unit) = (at("transform"), at("unit"));
+        let (transform, unit, categories) = (at("transform"), at("unit"), at("categories"));
         let mut entries = BTreeMap::new();
         for (i, record) in rdr.records().enumerate() {
             let line = i as u64 + 2;
@@ -103,9 +106,20 @@ impl Dictionary {
             let column = cell(Some(name))
                 .ok_or_else(|| row_error(line, "`name` is blank".into()))?
                 .to_owned();
+            let listed = cell(categories).map(|c| c.split('|').map(|t| t.trim().to_owned()));
+            let listed: Option<Vec<String>> = listed.map(Iterator::collect);
+            let bound = |j: usize, key: &str| match listed {
+                Some(_) if cell(Some(j)).is_none() => Ok(f64::NAN),
+                Some(_) => Err(row_error(
+                    line,
+                    format!("`{key}`: a categorical column has none"),
+                )),
+                None => number(j, key),
+            };
             let entry = Entry {
-                lo: number(lo, "lo")?,
-                hi: number(hi, "hi")?,
+                categories: listed.clone(),
+                lo: bound(lo, "lo")?,
+                hi: bound(hi, "hi")?,
                 transform: cell(transform).map(str::to_owned),
                 unit: match unit.filter(|&j| cell(Some(j)).is_some()) {
                     None => None,
@@ -124,8 +138,21 @@ impl Dictionary {
     }
 }
 
-/// An entry's own rules: lo < hi, a known transform, a positive unit.
+/// An entry's own rules: lo < hi, a known transform, a positive unit; for a categorical one,
+/// at least two distinct, non-empty categories and nothing numeric.
 fn check(e: &Entry) -> Result<(), String> {
+    if let Some(c) = &e.categories {
+        let distinct: std::collections::HashSet<&String> = c.iter().collect();
+        if c.len() < 2 || distinct.len() != c.len() || c.iter().any(String::is_empty) {
+            return Err(
+                "`categories` lists two or more distinct, non-empty texts, split by |".into(),
+            );
+        }
+        if e.transform.is_some() || e.unit.is_some() {
+            return Err("a categorical column has no transform or unit".into());
+        }
+        return Ok(());
+    }
     if e.lo >= e.hi {
         return Err(format!("lo = {} is not below hi = {}", e.lo, e.hi));
     }

@@ -46,6 +46,10 @@ use std::fmt::Write as _;
 #[path = "schema_init_scan.rs"]
 mod scan;
 
+#[path = "schema_init_categories.rs"]
+pub mod schema_init_categories;
+pub use schema_init_categories::TextColumn;
+
 /// Cells that commonly mean "not measured" in exported files.
 pub const MISSING_MARKERS: [&str; 14] = [
     "", "NA", "N/A", "n/a", "na", "NaN", "nan", "NULL", "null", "None", "?", ".", "-", "#N/A",
@@ -223,7 +227,10 @@ pub struct Draft {
     pub separator: Separator,
     /// The numeric columns (the features), in header order.
     pub features: Vec<Column>,
-    /// The columns left out (not numbers), with their cells that are not numbers.
+    /// The text columns written as categorical features, in header order.
+    pub categorical: Vec<TextColumn>,
+    /// The columns left out (not numbers, nor categories), with their cells that are not
+    /// numbers.
     pub skipped: Vec<(String, Strays)>,
     /// (positive, rows), (negative, rows).
     pub classes: [(String, usize); 2],
@@ -257,10 +264,18 @@ pub fn draft_with<R: std::io::Read>(
 ) -> Result<Draft, InitError> {
     let scan = scan(Text::read(reader, origin)?, origin, label)?;
     let classes = binary_classes(scan.classes, origin, label, positive)?;
-    let is_feature = |j: usize, s: &Survey| j != scan.label_at && s.mostly_numbers();
+    let entry = |h: &str| dictionary.and_then(|d| d.entries.get(h));
+    let listed = |h: &str| entry(h).is_some_and(|e| e.categories.is_some());
     let columns = || scan.header.iter().zip(&scan.surveys).enumerate();
+    let categorical: Vec<TextColumn> = columns()
+        .filter(|&(j, (h, s))| j != scan.label_at && (listed(h) || !s.mostly_numbers()))
+        .filter_map(|(_, (h, s))| schema_init_categories::proposal(h, s, entry(h)))
+        .collect();
+    let is_category = |h: &str| categorical.iter().any(|c| c.name == h);
+    let is_feature =
+        |j: usize, h: &str, s: &Survey| j != scan.label_at && s.mostly_numbers() && !is_category(h);
     let features: Vec<Column> = columns()
-        .filter(|&(j, (_, s))| is_feature(j, s))
+        .filter(|&(j, (h, s))| is_feature(j, h, s))
         .map(|(_, (h, s))| Column {
             name: h.to_owned(),
             min: s.min,
@@ -270,14 +285,14 @@ pub fn draft_with<R: std::io::Read>(
             proposal: Proposal::of(&s.values),
         })
         .collect();
-    if features.is_empty() {
+    if features.is_empty() && categorical.is_empty() {
         return Err(InitError::NoFeatures {
             origin: origin.to_owned(),
             label: label.to_owned(),
         });
     }
     let skipped = columns()
-        .filter(|&(j, (_, s))| j != scan.label_at && !is_feature(j, s))
+        .filter(|&(j, (h, s))| j != scan.label_at && !is_feature(j, h, s) && !is_category(h))
         .map(|(_, (h, s))| (h.to_owned(), s.strays.clone()))
         .collect();
     let markers = MISSING_MARKERS
@@ -291,6 +306,7 @@ pub fn draft_with<R: std::io::Read>(
         rows: scan.rows,
         separator: scan.separator,
         features,
+        categorical,
         skipped,
         classes,
         markers,
@@ -301,6 +317,7 @@ pub fn draft_with<R: std::io::Read>(
             .entries
             .keys()
             .filter(|k| !d.features.iter().any(|f| &f.name == *k))
+            .filter(|k| !d.categorical.iter().any(|c| &c.name == *k))
             .cloned()
             .collect();
     }
@@ -453,10 +470,14 @@ fn render(
     for f in &d.features {
         render_feature(&mut s, f, dictionary);
     }
+    let origin = dictionary.map_or("", |d| d.origin.as_str());
+    for c in &d.categorical {
+        schema_init_categories::render(&mut s, c, origin);
+    }
     if !d.skipped.is_empty() {
         let _ = writeln!(
             s,
-            "\n# Columns left out (not numbers): {}. A category becomes features as 0/1 columns in\n# the export.",
+            "\n# Columns left out (neither numbers nor a few categories): {}.",
             d.skipped
                 .iter()
                 .map(|(name, _)| name.as_str())

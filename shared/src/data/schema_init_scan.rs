@@ -42,6 +42,9 @@ pub(super) struct Survey {
     pub(super) strays: Strays,
     /// The numbers, for the column's shape ([`super::Proposal::of`]).
     pub(super) values: Vec<f64>,
+    /// The distinct texts (neither numbers nor markers) and how many cells hold each, while
+    /// there are at most [`super::schema_init_categories::MAX_PROPOSED`]; `None` beyond.
+    pub(super) texts: Option<Vec<(String, usize)>>,
 }
 
 impl Survey {
@@ -133,6 +136,7 @@ pub(super) fn scan(text: Text, origin: &str, label: &str) -> Result<Scan, InitEr
     let fresh = Survey {
         min: f64::INFINITY,
         max: f64::NEG_INFINITY,
+        texts: Some(Vec::new()),
         ..Survey::default()
     };
     let mut scan = Scan {
@@ -187,5 +191,6 @@ fn survey_cell(s: &mut Survey, seen: &mut [bool], cell: &str, separator: Separat
         if strays.values.len() <= STRAY_VALUES && !strays.values.iter().any(|v| v == cell) {
             strays.values.push(cell.to_owned());
         }
+        super::schema_init_categories::tally(&mut s.texts, cell);
     }
 }

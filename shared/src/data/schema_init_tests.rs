@@ -328,3 +328,65 @@ fn blank_labels_are_named_by_line_and_a_near_label_is_suggested() {
     let e = draft("".as_bytes(), "v.csv", "y", None, "v").expect_err("empty");
     assert!(!e.to_string().contains("columns: )"), "{e}");
 }
+
+#[test]
+fn a_text_column_with_few_values_is_proposed_as_categorical_observed_and_refused() {
+    let mut text = String::from("id,age,smoking,ward,outcome\n");
+    for i in 0..30 {
+        let smoking = ["never", "former", "current"][i % 3];
+        let ward = if i % 2 == 0 { "A" } else { "NA" };
+        let outcome = if i % 4 == 0 { "yes" } else { "no" };
+        text.push_str(&format!("p{i},{},{smoking},{ward},{outcome}\n", 30 + i));
+    }
+    let d = draft_of(&text, "outcome");
+    let names: Vec<&str> = d.categorical.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["smoking"],
+        "one category (ward) is not a categorical feature"
+    );
+    assert_eq!(
+        d.categorical[0].categories,
+        [
+            ("current".into(), 10),
+            ("former".into(), 10),
+            ("never".into(), 10)
+        ]
+    );
+    let skipped: Vec<&str> = d.skipped.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(skipped, ["id", "ward"], "an identifier is not a category");
+    let schema = Schema::from_toml_str(&d.toml, "visits.schema.toml").expect(&d.toml);
+    assert!(
+        schema.observed_features().contains(&"smoking=never"),
+        "{:?}",
+        schema.observed_features()
+    );
+    let (data, _) = read_csv(text.as_bytes(), "visits.csv", &schema).expect("loads");
+    assert_eq!(data.dim(), 5, "age, three indicators, the intercept");
+}
+
+#[test]
+fn a_dictionary_lists_public_categories_even_for_a_coded_column() {
+    let dict = Dictionary::read(
+        "name,lo,hi,categories\nage,18,100,\nsmoking,,,never|former|current\nward,,,1|2|3\n"
+            .as_bytes(),
+        "dict.csv",
+    )
+    .expect("reads");
+    let text = "age,smoking,ward,outcome\n40,never,1,yes\n50,former,2,no\n60,current,3,no\n";
+    let d = draft_with(text.as_bytes(), "v.csv", "outcome", None, "v", Some(&dict)).expect("ok");
+    let names: Vec<&str> = d.categorical.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["smoking", "ward"]);
+    let schema = Schema::from_toml_str(&d.toml, "v.schema.toml").expect(&d.toml);
+    assert!(schema.observed_features().is_empty(), "{}", d.toml);
+    assert_eq!(
+        schema.categories_of("smoking"),
+        ["never", "former", "current"]
+    );
+    let bad = Dictionary::read(
+        "name,lo,hi,categories\nward,1,3,a|b\n".as_bytes(),
+        "dict.csv",
+    );
+    let e = bad.expect_err("bounds and categories").to_string();
+    assert!(e.starts_with("dict.csv:2: "), "{e}");
+}

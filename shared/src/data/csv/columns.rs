@@ -37,7 +37,7 @@ pub(super) fn find(
     let features = schema
         .features
         .iter()
-        .map(|f| position(&f.name, "feature"))
+        .map(|f| position(f.source_column(), "feature"))
         .collect::<Result<Vec<_>, _>>()?;
     let label = match position(&schema.label.column, "label") {
         Ok(i) => Some(i),
@@ -52,7 +52,7 @@ pub(super) fn ignored(header: &csv::StringRecord, schema: &Schema) -> Vec<String
     let used: HashSet<&str> = schema
         .features
         .iter()
-        .map(|f| f.name.as_str())
+        .map(|f| f.source_column())
         .chain(std::iter::once(schema.label.column.as_str()))
         .collect();
     header

@@ -33,6 +33,7 @@ use std::path::Path;
 use crate::data::dataset::Dataset;
 use crate::data::schema::Schema;
 
+pub mod categories;
 mod columns;
 mod error;
 pub mod rows;
@@ -73,6 +74,9 @@ pub struct LoadReport {
     /// aside ([`Schema::standardise`]); how far its values sit from its centre, in scales, on
     /// average. Shown to the local operator only.
     pub mean_z: Vec<(String, f64)>,
+    /// Per categorical column with any: cells not among its categories (read as missing, and
+    /// counted in its indicators' `missing` too).
+    pub unlisted: Vec<categories::Unlisted>,
     /// Header columns the schema does not use, in header order: ignored, and warned about, since
     /// a column the operator meant as a feature would otherwise be dropped without a word.
     pub ignored: Vec<String>,

@@ -15,6 +15,7 @@
 //! when every row is the same point and near 0 for rows centred on the origin; it is 0 when every
 //! row is the origin. Two sums kept while reading give it, so it costs one pass over each row.
 
+use super::categories::{Categories, Cell};
 use super::{DataError, LoadReport, RawRows, quoted};
 use crate::data::dataset::Dataset;
 use crate::data::schema::{FeatureSpec, LabelSpec, Markers, Schema, Separator};
@@ -156,6 +157,8 @@ pub(super) struct Rows<'s> {
     decimal_comma: bool,
     /// The raw rows, when kept.
     pub(super) kept: Option<RawRows>,
+    /// The indicator features of categorical columns.
+    categories: Categories,
 }
 
 impl<'s> Rows<'s> {
@@ -185,6 +188,7 @@ impl<'s> Rows<'s> {
             projected: 0,
             decimal_comma: separator != Separator::Comma,
             kept: keep_raw.then(RawRows::default),
+            categories: Categories::new(schema),
         }
     }
 
@@ -203,7 +207,17 @@ impl<'s> Rows<'s> {
     ) -> Result<(), DataError> {
         let features = self.schema.features.iter().zip(&columns.features);
         for (j, (f, &col)) in features.enumerate() {
-            match parse_feature(&record[col], f, self.global, self.decimal_comma, at)? {
+            let cell = match self
+                .categories
+                .read(j, f, &record[col], self.global, at.line)
+            {
+                Cell::Numeric => {
+                    parse_feature(&record[col], f, self.global, self.decimal_comma, at)?
+                }
+                Cell::Value(v) => Some(v),
+                Cell::Missing => None,
+            };
+            match cell {
                 None => {
                     self.raw[j] = f64::NAN;
                     self.missing[j] += 1;
@@ -240,32 +254,39 @@ impl<'s> Rows<'s> {
         self.row_square += self.out[..k].iter().map(|v| v * v).sum::<f64>();
         self.x.extend_from_slice(&self.out);
         self.y.push(label);
-        if let Some(kept) = self.kept.as_mut() {
-            let i = kept.values.len();
-            kept.missing.extend(
-                self.raw
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, v)| v.is_nan())
-                    .map(|(j, _)| (i, j)),
-            );
-            let row = self
-                .schema
-                .features
-                .iter()
-                .zip(&self.raw)
-                .map(|(f, &v)| {
-                    if v.is_nan() {
-                        f.raw_of_center()
-                    } else {
-                        v.clamp(f.lo, f.hi)
-                    }
-                })
-                .collect();
-            kept.values.push(row);
-            kept.positive.push(label > 0.0);
-        }
+        self.keep_raw(label);
         Ok(())
+    }
+
+    /// Keeps the current raw row (clipped; a missing value as the feature's raw centre) when
+    /// raw rows are kept.
+    fn keep_raw(&mut self, label: f64) {
+        let Some(kept) = self.kept.as_mut() else {
+            return;
+        };
+        let i = kept.values.len();
+        kept.missing.extend(
+            self.raw
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.is_nan())
+                .map(|(j, _)| (i, j)),
+        );
+        let row = self
+            .schema
+            .features
+            .iter()
+            .zip(&self.raw)
+            .map(|(f, &v)| {
+                if v.is_nan() {
+                    f.raw_of_center()
+                } else {
+                    v.clamp(f.lo, f.hi)
+                }
+            })
+            .collect();
+        kept.values.push(row);
+        kept.positive.push(label > 0.0);
     }
 
     /// The dataset and its report.
@@ -291,13 +312,15 @@ impl<'s> Rows<'s> {
                 .collect(),
             constant: names()
                 .zip(&self.spread)
-                .filter(|(_, s)| s.high <= s.low)
-                .map(|(n, _)| n)
+                .enumerate()
+                .filter(|(j, (_, s))| s.high <= s.low && !self.categories.is_indicator(*j))
+                .map(|(_, (n, _))| n)
                 .collect(),
             projected: self.projected,
             alike: alike(&self.row_sum, self.row_square, n),
             mean_z: names().zip(mean_z).collect(),
             ignored: Vec::new(),
+            unlisted: self.categories.finish(),
         };
         (Dataset::new(self.x, self.y, self.schema.dim()), report)
     }

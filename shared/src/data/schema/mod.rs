@@ -34,6 +34,10 @@
 //! source = "WHO 1999 / ADA"   # optional: where center and scale come from
 //! # bounds = "observed"       # written by `schema init`: lo/hi read off the data, refused
 //! #                           #   by every release until replaced by public bounds
+//! [[features]]
+//! name = "smoking"            # a text column, one-hot encoded ([`categorical`])
+//! kind = "categorical"
+//! categories = ["never", "former", "current"]
 //! ```
 //!
 //! # Why the bounds are declared, never measured
@@ -81,10 +85,12 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub mod bounds_rule;
+pub mod categorical;
 mod diff;
 mod error;
 pub mod markers;
 mod validate;
+pub use categorical::FeatureKind;
 pub use error::SchemaError;
 use error::{line_col, one_line};
 pub use markers::{CsvFormat, Marker, Markers, Separator};
@@ -95,10 +101,27 @@ pub use markers::{CsvFormat, Marker, Markers, Separator};
 pub struct FeatureSpec {
     /// Column name, matched against the CSV header.
     pub name: String,
-    /// Declared lower bound; smaller values are clipped to it.
+    /// Declared lower bound; smaller values are clipped to it. Required of a numeric feature;
+    /// a categorical one has none (NaN while it is read, 0 once it is one-hot encoded).
+    #[serde(default = "categorical::absent")]
     pub lo: f64,
     /// Declared upper bound; larger values are clipped to it. Must be `> lo`.
+    #[serde(default = "categorical::absent")]
     pub hi: f64,
+    /// `"categorical"`: a text column with the public list `categories`, one-hot encoded into
+    /// one indicator feature per category when the schema is read ([`categorical`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<FeatureKind>,
+    /// A categorical feature's public categories, as its cells spell them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub categories: Option<Vec<String>>,
+    /// An indicator feature (one column of a one-hot encoding): the CSV column it reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+    /// An indicator feature: the category whose cells read 1 (cells of the column's other
+    /// categories read 0; unlisted and missing cells are missing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
     /// Free-text description (unit, meaning); informative only.
     #[serde(default)]
     pub description: Option<String>,
@@ -147,6 +170,10 @@ impl FeatureSpec {
             name: name.into(),
             lo,
             hi,
+            kind: None,
+            categories: None,
+            column: None,
+            category: None,
             description: None,
             transform: None,
             unit: None,
@@ -293,6 +320,7 @@ impl Schema {
     /// as [`Schema::from_toml_str`] does, filling in the ball map's defaults; `origin` starts
     /// every error message.
     pub fn validated(mut self, origin: &str) -> Result<Schema, SchemaError> {
+        self.expand_categorical(origin)?;
         self.validate(origin)?;
         self.fill_ball_defaults();
         self.validate_normalisation(origin)?;
@@ -387,6 +415,8 @@ impl Schema {
         for f in &mut s.features {
             *f = FeatureSpec {
                 description: f.description.take(),
+                column: f.column.take(),
+                category: f.category.take(),
                 ..FeatureSpec::bounded(f.name.clone(), f.lo, f.hi)
             };
         }
@@ -398,7 +428,7 @@ impl Schema {
     /// The constants of the ball map (defaults filled in).
     fn ball(&self) -> BallRow {
         let t = self.normalisation.as_ref();
-        let p = self.features.len() as f64;
+        let p = self.declared_features() as f64;
         BallRow {
             row_scale: t
                 .and_then(|t| t.row_scale)
