@@ -25,8 +25,8 @@ fn meta(l: &mut pb::PrivateLearner) -> &mut pb::ReleaseMetadata {
 
 /// A well-formed learner for the Diabetes schema (dimension 9) and the default spec.
 fn valid_learner(id: &str) -> pb::PrivateLearner {
-    // Two organisations never release the same content (their noise differs); identical fakes
-    // would be excluded as a conflict (aggregator/src/run/screen.rs).
+    // Two organisations never release near-identical weights (their noise differs); fakes that
+    // agree to within 1e-6 would count once, as near-copies (aggregator/src/run/screen.rs).
     let own = id
         .bytes()
         .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
@@ -35,7 +35,7 @@ fn valid_learner(id: &str) -> pb::PrivateLearner {
             0.1,
             -0.2,
             0.3,
-            f64::from(own % 1000) * 1e-6,
+            f64::from(own % 1000) * 1e-4,
             0.5,
             0.1,
             0.2,

@@ -63,10 +63,10 @@ pub enum Exclusion {
     /// The same organisation was already included from another endpoint.
     #[error("duplicate: {0} was already included from another endpoint")]
     Duplicate(String),
-    /// A release id or a release's content is signed by more than one organisation: every copy
-    /// is excluded.
-    #[error("conflict: {0}")]
-    Conflict(String),
+    /// Its weights agree with another organisation's learner to within the public tolerance
+    /// (`screen::NEAR_COPY`): one learner under two names counts once, as the other's.
+    #[error("near-copy: {0}")]
+    NearCopy(String),
     /// The node's certificate names another organisation than its `Describe`, or the node's
     /// identity is unusable.
     #[error("identity: {0}")]
@@ -91,7 +91,7 @@ impl Exclusion {
             Self::Refused { .. } => "refused",
             Self::Invalid(v) => v.code(),
             Self::Duplicate(_) => "duplicate",
-            Self::Conflict(_) => "conflict",
+            Self::NearCopy(_) => "near_copy",
             Self::IdentityMismatch(_) => "identity",
             Self::Signature(_) => "signature",
             Self::Tls(_) => "tls",

@@ -1,9 +1,10 @@
 //! Which fetched learners are aggregated: each must carry a valid signature of the organisation
-//! it came from and pass validation ([`crate::run::validate`]); then releases are bound to their
-//! organisation: a release id, or a release's content, signed by two organisations is a
-//! conflict, and every copy is excluded (a member that re-signs another's learner under the
-//! same id must not push the genuine one out as a "duplicate"); the same organisation reached
-//! at two endpoints counts once.
+//! it came from and pass validation ([`crate::run::validate`]); the same organisation reached
+//! at two endpoints counts once; and learners of different organisations whose weights agree
+//! to within a public tolerance are **near-copies**, one expert counted once (a member that
+//! re-signs another's learner, under its id or a new one, exactly or nudged by one part in
+//! 10^15, gains no second weight, and cannot make the original be excluded either), each copy
+//! named in the report.
 
 use crate::run::fetch::{Exclusion, NodeOutcome};
 use crate::run::trust::{SignatureView, Trust};
@@ -21,77 +22,84 @@ pub(crate) struct Accepted {
     pub(crate) certificate_identity: Option<String>,
 }
 
-/// What identifies a release's content: the classifier and its metadata, not who signed it.
-fn content_of(learner: &PublishedLearner) -> String {
-    serde_json::to_string(&learner.release).unwrap_or_else(|_| learner.release_id.clone())
+/// Relative tolerance within which two learners are near-copies: every weight within
+/// `NEAR_COPY · max(1, largest |weight| of either)`. Public, and far below any two private
+/// learners' noise: two organisations' independent releases never agree this closely.
+pub(crate) const NEAR_COPY: f64 = 1e-6;
+
+/// Whether two learners' weights agree to within [`NEAR_COPY`].
+fn near(a: &[f64], b: &[f64]) -> bool {
+    let largest = a.iter().chain(b).fold(1.0_f64, |m, w| m.max(w.abs()));
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| (x - y).abs() <= NEAR_COPY * largest)
 }
 
-/// Checks signatures, validates every fetched learner, excludes conflicts (a release id or
-/// content under two organisations: every copy) and duplicates (an organisation twice: the
-/// first kept).
+/// Checks signatures, validates every fetched learner, excludes duplicates (an organisation
+/// twice: the first kept) and counts near-copies once ([`near_copies`]).
 pub(crate) fn screen(
     outcomes: &mut [NodeOutcome],
     check: &Check<'_>,
     trust: &Trust,
 ) -> Vec<Accepted> {
-    let mut candidates: Vec<(String, Accepted)> = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut kept: Vec<(String, Accepted)> = Vec::new();
     for (index, o) in outcomes.iter_mut().enumerate() {
-        if let Some(a) = checked(index, o, check, trust) {
-            let org = o
-                .result
-                .as_ref()
-                .map(|f| f.organisation_id.clone())
-                .unwrap_or_default();
-            candidates.push((org, a));
-        }
-    }
-    let mut by_id: HashMap<String, BTreeSet<String>> = HashMap::new();
-    let mut by_content: HashMap<String, BTreeSet<String>> = HashMap::new();
-    for (org, a) in &candidates {
-        by_id
-            .entry(a.learner.release_id.clone())
-            .or_default()
-            .insert(org.clone());
-        by_content
-            .entry(content_of(&a.learner))
-            .or_default()
-            .insert(org.clone());
-    }
-    let mut seen: HashMap<String, ()> = HashMap::new();
-    let mut accepted = Vec::new();
-    for (org, a) in candidates {
-        let id = a.learner.release_id.clone();
-        let conflict = [
-            (&by_id[&id], format!("release id {id}")),
-            (
-                &by_content[&content_of(&a.learner)],
-                "the same release content".to_owned(),
-            ),
-        ]
-        .into_iter()
-        .find(|(orgs, _)| orgs.len() > 1)
-        .map(|(orgs, what)| {
-            let names: Vec<&str> = orgs.iter().map(String::as_str).collect();
-            format!(
-                "{what} is signed by {} organisations ({}): every copy is excluded",
-                orgs.len(),
-                names.join(", ")
-            )
-        });
-        let outcome = &mut outcomes[a.index];
-        if let Some(why) = conflict {
-            outcome.result = Err(Exclusion::Conflict(why));
+        let Some(a) = checked(index, o, check, trust) else {
+            continue;
+        };
+        let org = o
+            .result
+            .as_ref()
+            .map(|f| f.organisation_id.clone())
+            .unwrap_or_default();
+        if !seen.insert(org.clone()) {
+            let key = format!("organisation `{org}`");
+            o.result = Err(Exclusion::Duplicate(key));
             continue;
         }
-        let key = format!("organisation `{org}`");
-        if seen.contains_key(&key) {
-            outcome.result = Err(Exclusion::Duplicate(key));
-            continue;
-        }
-        seen.insert(key, ());
-        accepted.push(a);
+        kept.push((org, a));
     }
-    accepted
+    let copies = near_copies(&kept);
+    kept.into_iter()
+        .filter_map(|(org, a)| match copies.get(&org) {
+            None => Some(a),
+            Some(of) => {
+                outcomes[a.index].result = Err(Exclusion::NearCopy(format!(
+                    "its weights agree with `{of}`'s to within {NEAR_COPY:e} (relative): one \
+                     learner released by two organisations (one copied the other) counts once, \
+                     as `{of}`'s"
+                )));
+                None
+            }
+        })
+        .collect()
+}
+
+/// The near-copies among the accepted learners: organisation → the organisation whose learner
+/// it copies. In each group of learners that agree to within [`NEAR_COPY`] (whatever their
+/// release ids and signatures) the smallest organisation id is kept, so the outcome does not
+/// depend on the order of the endpoints: a member that re-signs another's learner, exactly or
+/// with its weights nudged, gains no second weight and cannot make the original be excluded.
+fn near_copies(kept: &[(String, Accepted)]) -> HashMap<String, String> {
+    let mut order: Vec<&(String, Accepted)> = kept.iter().collect();
+    order.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut representatives: Vec<&(String, Accepted)> = Vec::new();
+    let mut copies = HashMap::new();
+    for item in order {
+        let weights = item.1.learner.classifier().coefficients();
+        match representatives
+            .iter()
+            .find(|r| near(r.1.learner.classifier().coefficients(), weights))
+        {
+            Some(r) => {
+                copies.insert(item.0.clone(), r.0.clone());
+            }
+            None => representatives.push(item),
+        }
+    }
+    copies
 }
 
 /// One outcome's signature and validation; on failure its exclusion is recorded.
