@@ -23,22 +23,39 @@ pub struct NoiseSource {
     seed: Option<u64>,
 }
 
-/// The operating system refused to provide entropy.
+/// Why no secure noise source could be created.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot obtain entropy from the operating system for privacy noise: {0}")]
-pub struct EntropyError(String);
+pub enum EntropyError {
+    /// The operating system refused to provide entropy.
+    #[error("cannot obtain entropy from the operating system for privacy noise: {0}")]
+    Os(String),
+    /// The ChaCha20 rounds this CPU dispatches to failed their known-answer self-test
+    /// ([`super::chacha::self_test`]): no noise is drawn from them.
+    #[error("the {path} ChaCha20 rounds failed their self-test ({why}): no privacy noise is drawn")]
+    SelfTest {
+        /// `avx512`, `avx2` or `portable`.
+        path: &'static str,
+        /// What differed.
+        why: String,
+    },
+}
 
 impl NoiseSource {
     /// A cryptographically secure source keyed from OS entropy. Use on every release path.
+    /// Fails closed when the dispatched ChaCha20 rounds fail their known-answer self-test.
     pub fn secure() -> Result<Self, EntropyError> {
+        use super::chacha::self_test;
+        self_test::self_test().map_err(|why| EntropyError::SelfTest {
+            path: self_test::dispatched_path(),
+            why,
+        })?;
         let mut key = [0u8; 32];
         SysRng
             .try_fill_bytes(&mut key)
-            .map_err(|e| EntropyError(e.to_string()))?;
-        Ok(Self {
-            rng: BlockRng::new(ChaCha20Blocks::new(key)),
-            seed: None,
-        })
+            .map_err(|e| EntropyError::Os(e.to_string()))?;
+        let rng = BlockRng::new(ChaCha20Blocks::new(key));
+        zeroize::Zeroize::zeroize(&mut key);
+        Ok(Self { rng, seed: None })
     }
 
     /// A reproducible source for tests and simulations. Releases drawn from it say so.

@@ -140,3 +140,38 @@ fn debug_does_not_print_the_key() {
     let core = ChaCha20Blocks::new([0xab; 32]);
     assert_eq!(format!("{core:?}"), "ChaCha20Blocks { .. }");
 }
+
+/// The self-test that guards every secure source passes on each path this CPU has, fails on a
+/// keystream with one word corrupted, and the test says which paths it ran.
+#[test]
+fn the_self_test_passes_every_path_here_and_fails_on_a_corrupted_keystream() {
+    let here = paths();
+    for (name, path) in &here {
+        assert_eq!(self_test::check(path), Ok(()), "{name}");
+    }
+    assert_eq!(self_test::self_test(), Ok(()));
+    let ran: Vec<&str> = here.iter().map(|(n, _)| *n).collect();
+    let missing: Vec<&str> = ["portable", "avx2", "avx512"]
+        .into_iter()
+        .filter(|p| !ran.contains(p))
+        .collect();
+    eprintln!(
+        "ChaCha20 paths run here: {}; dispatched: {}; not on this CPU (checked at run time only): {}",
+        ran.join(", "),
+        self_test::dispatched_path(),
+        if missing.is_empty() {
+            "none".to_owned()
+        } else {
+            missing.join(", ")
+        }
+    );
+    assert!(ran.contains(&self_test::dispatched_path()));
+    for corrupt_word in [0, 5 * BLOCK_WORDS + 3, WORDS - 1] {
+        let corrupted = |core: &ChaCha20Blocks, out: &mut [u32; WORDS]| {
+            blocks(core, out);
+            out[corrupt_word] ^= 1 << 7;
+        };
+        let e = self_test::check(corrupted).expect_err("a corrupted keystream fails");
+        assert!(!e.is_empty(), "{e}");
+    }
+}
