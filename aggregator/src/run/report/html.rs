@@ -2,8 +2,9 @@
 //! inline SVG bar chart (no scripts, fonts or files fetched). Every string from a node is
 //! escaped ([`esc`]).
 
+use super::chart::{Bar, accuracy_chart, gains_chart, significant};
 use super::text::{delta_text, opt};
-use super::{FINAL_PRIVACY, Report};
+use super::{FINAL_PRIVACY, Report, Z95};
 use dpagg_shared::aggregate::select::Candidate;
 use dpagg_shared::util::stats::wilson_interval;
 use std::fmt::Write as _;
@@ -35,8 +36,8 @@ impl Report {
             "<table><tr><th>candidate</th><th>CV accuracy (own training rows)</th><th>CV gain over local, points ± s.e.</th><th>test accuracy</th></tr>\n{rows}</table>\n<ul class=\"candidates\">\n{definitions}</ul>\n<p>The local model is kept unless another candidate's mean cross-validated gain over it (paired, row by row, on the held-out rows of repeated stratified folds) clears the selection's thresholds, in accuracy and in calibrated log-loss, each in standard errors; if several do, the one with the highest accuracy gain is chosen. The thresholds rise when the others' learners do not agree on a direction (their agreement here: {:.2}). Here: {}. The local model's λ = {} and stacking's λ = {} were chosen by 5-fold cross-validation on the own training rows. Weights of the final model: <code>model.json</code>.</p>",
             self.final_model.agreement,
             esc(&self.final_model.evidence),
-            self.final_model.local_lambda,
-            self.final_model.stacking_lambda
+            significant(self.final_model.local_lambda, 3),
+            significant(self.final_model.stacking_lambda, 3)
         )
     }
 
@@ -66,7 +67,7 @@ impl Report {
             esc(&syn.spec),
             syn.synthetic_rows,
             syn.pooled_rows - syn.synthetic_rows,
-            syn.lambda,
+            significant(syn.lambda, 3),
             syn.accuracy,
             self.accuracy(Candidate::MirrorAveraging),
             self.accuracy(Candidate::Local),
@@ -83,7 +84,7 @@ impl Report {
                 label: l.name.to_owned(),
                 value: l.accuracy,
                 colour: COMBINED,
-                ci95: Some(l.ci95),
+                ci95: l.ci95,
             })
             .collect();
         if let Some(local) = bars.first_mut() {
@@ -100,9 +101,31 @@ impl Report {
                 label: format!("learner of {name}"),
                 value,
                 colour: SINGLE,
-                ci95: Some([lo, hi]),
+                ci95: [lo, hi],
             });
         }
+        bars
+    }
+
+    /// The gains chart's bars, in points: each candidate's cross-validated gain over the tuned
+    /// local model (what the selection weighs), then the final model's gain on the test rows.
+    fn gain_bars(&self) -> Vec<Bar> {
+        let f = &self.final_model;
+        let mut bars: Vec<Bar> = (f.candidates.iter())
+            .filter(|c| c.name != Candidate::Local.name())
+            .map(|c| Bar {
+                label: format!("{} (cross-validated)", c.name),
+                value: 100.0 * c.cv_gain,
+                colour: COMBINED,
+                ci95: [-Z95, Z95].map(|z| 100.0 * (c.cv_gain + z * c.cv_gain_se)),
+            })
+            .collect();
+        bars.push(Bar {
+            label: format!("final model, {} (test rows)", f.chosen),
+            value: 100.0 * f.gain_over_local,
+            colour: COMBINED,
+            ci95: f.gain_ci95.map(|g| 100.0 * g),
+        });
         bars
     }
 
@@ -131,6 +154,7 @@ impl Report {
 
     /// The self-contained HTML page.
     pub fn html(&self) -> String {
+        let (chart, from) = accuracy_chart(&self.bars());
         let warnings: String = self
             .warnings
             .iter()
@@ -156,8 +180,14 @@ Mirror averaging (Minami et al. 2015, eq. 15–17) with β = {beta} on {train} o
 <p class="headline"><b>{headline}</b></p>
 {candidates}
 <p>{privacy}</p>
-{warnings}<h2>Accuracy on the aggregator's test split</h2>
-<p class="legend">Bars:<span style="background:{LOCAL}"></span>local baseline (a non-private
+{warnings}<h2>Gain over your own model</h2>
+<p>Each candidate's gain over the tuned local model in accuracy points, with its 95 % interval:
+green when the interval lies above zero, red below, grey when it spans zero (the data cannot
+tell). Cross-validated on the own training rows for the candidates; on the {test} test rows for
+the final model.</p>
+{gains}
+<h2>Accuracy on the aggregator's test split</h2>
+<p class="legend">The axis starts at {from}. Bars:<span style="background:{LOCAL}"></span>local baseline (a non-private
 logistic regression on the aggregator's own training rows)<span style="background:{COMBINED}"></span>combinations
 of the organisations' learners<span style="background:{SINGLE}"></span>one organisation's learner alone.
 Whiskers: 95 % Wilson intervals on {test} test rows.</p>
@@ -177,7 +207,7 @@ without looking at the test rows), scored on the test rows.</p>
             request = esc(&self.request),
             included = self.included,
             excluded = self.excluded,
-            beta = self.beta,
+            beta = significant(self.beta, 3),
             train = self.train_rows,
             test = self.test_rows,
             fp = esc(&self.schema_fingerprint),
@@ -185,7 +215,9 @@ without looking at the test rows), scored on the test rows.</p>
             headline = esc(&self.first_line()),
             candidates = self.candidates_table(),
             privacy = esc(FINAL_PRIVACY),
-            chart = bar_chart(&self.bars()),
+            gains = gains_chart(&self.gain_bars()),
+            chart = chart,
+            from = significant(from, 3),
             rows = self.node_rows(),
             own = self.candidate_accuracies.own_learner_mixing_weight,
             synthetic = self.synthetic_html(),
@@ -200,70 +232,8 @@ const COMBINED: &str = "#1f5fa8";
 /// Colour of a single organisation's learner.
 const SINGLE: &str = "#e08a2c";
 
-/// One bar of the chart.
-struct Bar {
-    label: String,
-    value: f64,
-    colour: &'static str,
-    ci95: Option<[f64; 2]>,
-}
-
-/// A horizontal bar chart of accuracies in [0, 1] as inline SVG, with a labelled axis and
-/// interval whiskers.
-fn bar_chart(bars: &[Bar]) -> String {
-    const LABEL_W: f64 = 260.0;
-    const PLOT_W: f64 = 420.0;
-    const ROW_H: f64 = 22.0;
-    let height = ROW_H * bars.len() as f64 + 40.0;
-    let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{height}\" role=\"img\" aria-label=\"accuracy per learner\" font-family=\"sans-serif\" font-size=\"12\">\n",
-        w = LABEL_W + PLOT_W + 60.0
-    );
-    for (i, bar) in bars.iter().enumerate() {
-        let y = ROW_H * i as f64 + 5.0;
-        let w = PLOT_W * bar.value.clamp(0.0, 1.0);
-        let [lo, hi] = bar.ci95.unwrap_or([bar.value, bar.value]);
-        let (x_lo, x_hi) = (LABEL_W + PLOT_W * lo, LABEL_W + PLOT_W * hi);
-        let _ = writeln!(
-            svg,
-            "<text x=\"{lx}\" y=\"{ty}\" text-anchor=\"end\">{label}</text><rect x=\"{LABEL_W}\" y=\"{y}\" width=\"{w:.1}\" height=\"{bh}\" fill=\"{colour}\"/><line x1=\"{x_lo:.1}\" y1=\"{my}\" x2=\"{x_hi:.1}\" y2=\"{my}\" stroke=\"#222\"/><text x=\"{vx:.1}\" y=\"{ty}\">{value:.3}</text>",
-            lx = LABEL_W - 6.0,
-            ty = y + 13.0,
-            my = y + (ROW_H - 6.0) / 2.0,
-            bh = ROW_H - 6.0,
-            vx = x_hi.max(LABEL_W + w) + 4.0,
-            label = esc(&bar.label),
-            colour = bar.colour,
-            value = bar.value,
-        );
-    }
-    let axis_y = ROW_H * bars.len() as f64 + 5.0;
-    let _ = writeln!(
-        svg,
-        "<line x1=\"{LABEL_W}\" y1=\"{axis_y}\" x2=\"{x2}\" y2=\"{axis_y}\" stroke=\"#444\"/>",
-        x2 = LABEL_W + PLOT_W
-    );
-    for k in 0..=5 {
-        let v = k as f64 / 5.0;
-        let x = LABEL_W + PLOT_W * v;
-        let _ = writeln!(
-            svg,
-            "<line x1=\"{x}\" y1=\"{axis_y}\" x2=\"{x}\" y2=\"{t}\" stroke=\"#444\"/><text x=\"{x}\" y=\"{ty}\" text-anchor=\"middle\">{v:.1}</text>",
-            t = axis_y + 4.0,
-            ty = axis_y + 16.0
-        );
-    }
-    let _ = writeln!(
-        svg,
-        "<text x=\"{x}\" y=\"{y}\" text-anchor=\"middle\">accuracy</text></svg>",
-        x = LABEL_W + PLOT_W / 2.0,
-        y = axis_y + 32.0
-    );
-    svg
-}
-
 /// Escapes text for HTML and SVG.
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

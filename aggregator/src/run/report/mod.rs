@@ -23,6 +23,7 @@ pub use majority::MajorityView;
 use serde::Serialize;
 use std::path::Path;
 
+mod chart;
 mod html;
 pub mod majority;
 mod text;

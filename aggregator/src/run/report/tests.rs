@@ -2,9 +2,9 @@
 use super::*;
 use dpagg_shared::aggregate::select::{CvEstimate, SelectionConfig};
 
-#[test]
-fn node_strings_are_escaped_in_html() {
-    let report = Report {
+/// A report with one included node whose name is hostile, stacking chosen at +15 points.
+fn fixture() -> Report {
+    Report {
         generated_at: "now".into(),
         request: "latest".into(),
         schema_fingerprint: "fp".into(),
@@ -71,7 +71,12 @@ fn node_strings_are_escaped_in_html() {
         schema: None,
         learner_schema: None,
     }
-    .with_summary();
+    .with_summary()
+}
+
+#[test]
+fn node_strings_are_escaped_in_html() {
+    let report = fixture();
     let html = report.html();
     assert!(!html.contains("<script>") && !html.contains("<b>warning"));
     assert!(html.contains("Best single learner") && html.contains("class=\"legend\""));
@@ -219,4 +224,75 @@ fn the_evidence_says_why_local_was_kept_and_whether_the_learners_agree() {
             && short.contains("agreement 0.50, below 0.97"),
         "{short}"
     );
+}
+
+#[test]
+fn parameters_are_rounded_to_what_they_mean() {
+    use super::chart::significant;
+    let cases = [
+        (0.012_345_678_901_234_567, "0.0123"),
+        (12.3456, "12.3"),
+        (1e-7, "1e-7"),
+        (0.01, "0.01"),
+        (123_456.0, "1.23e5"),
+        (0.1 + 0.2, "0.3"),
+        (3.0, "3"),
+        (-0.5, "-0.5"),
+    ];
+    for (x, expected) in cases {
+        assert_eq!(significant(x, 3), expected, "{x}");
+    }
+    let mut report = fixture();
+    report.final_model.local_lambda = 0.012_345_678_901_234_567;
+    report.beta = 3.000_000_000_000_000_4;
+    let html = report.html();
+    assert!(
+        html.contains("local model&#39;s λ = 0.0123 ")
+            || html.contains("local model's λ = 0.0123 "),
+        "{html}"
+    );
+    assert!(!html.contains("0.01234567"), "{html}");
+    assert!(html.contains("β = 3 on"), "{html}");
+}
+
+#[test]
+fn gains_sit_on_an_axis_centred_at_zero_and_accuracies_on_one_that_does_not_start_at_0() {
+    let mut report = fixture();
+    report.final_model.gain_over_local = 0.046;
+    report.final_model.gain_ci95 = [0.012, 0.080];
+    report.final_model.candidates = vec![CandidateView {
+        name: "mirror-averaging",
+        cv_accuracy: 0.8,
+        cv_gain: -0.01,
+        cv_gain_se: 0.01,
+        test_accuracy: 0.79,
+    }];
+    let html = report.html();
+    // The final model's gain and its interval, in points; the axis reaches ±10 (8.0 rounded up
+    // to a round number), so the 4.6-point gain spans about a quarter of the half-axis.
+    assert!(html.contains("+4.6 [+1.2, +8.0]"), "{html}");
+    assert!(html.contains("-1.0 [-3.0, +1.0]"), "{html}");
+    assert!(
+        html.contains(">+10</text>") && html.contains(">-10</text>"),
+        "{html}"
+    );
+    // The zero line through every row, in the middle of the plot (260 + 420/2).
+    assert!(html.contains("x1=\"470.0\" y1=\"0\""), "{html}");
+    // Green for a gain whose interval lies above zero, grey for one that spans it.
+    assert!(html.contains("fill=\"#2e7d32\"") && html.contains("fill=\"#9e9e9e\""));
+    // The accuracies (0.5 to 0.7 with their intervals on 5 test rows) start the axis above 0
+    // only when their intervals allow; here the Wilson intervals on 5 rows reach low, so check
+    // the axis' left end is named and is the lowest interval end rounded down.
+    assert!(html.contains("The axis starts at "), "{html}");
+    let mut narrow = fixture();
+    narrow.test_rows = 10_000;
+    for l in &mut narrow.summary {
+        l.accuracy = 0.85 + 0.01 * l.accuracy;
+        l.ci95 = [l.accuracy - 0.01, l.accuracy + 0.01];
+    }
+    for n in &mut narrow.nodes {
+        n.accuracy = Some(0.86);
+    }
+    let html = narrow.html();
+    assert!(html.contains("The axis starts at 0.8."), "{html}");
 }

@@ -35,7 +35,10 @@ impl Report {
         let _ = writeln!(
             s,
             "asked for: {}; {} included, {} excluded; β = {}",
-            self.request, self.included, self.excluded, self.beta
+            self.request,
+            self.included,
+            self.excluded,
+            super::chart::significant(self.beta, 3)
         );
         let _ = writeln!(
             s,
@@ -76,7 +79,7 @@ impl Report {
                 syn.spec,
                 syn.synthetic_rows,
                 syn.pooled_rows - syn.synthetic_rows,
-                syn.lambda
+                super::chart::significant(syn.lambda, 3)
             );
             let points = |other: f64| 100.0 * (syn.accuracy - other);
             let _ = writeln!(
