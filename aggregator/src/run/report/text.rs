@@ -72,43 +72,48 @@ impl Report {
                 line.name, line.accuracy, line.ci95[0], line.ci95[1]
             );
         }
-        if let Some(syn) = &self.synthetic {
-            let _ = writeln!(
-                s,
-                "synthetic data asked for: {}; {} synthetic + {} own rows pooled, λ = {}",
-                syn.spec,
-                syn.synthetic_rows,
-                syn.pooled_rows - syn.synthetic_rows,
-                super::chart::significant(syn.lambda, 3)
-            );
-            let points = |other: f64| 100.0 * (syn.accuracy - other);
-            let _ = writeln!(
-                s,
-                "  the pooled model is {:+.1} points from the local baseline and {:+.1} from mirror averaging; the final model is chosen without it{}",
-                points(self.accuracy(Candidate::Local)),
-                points(self.accuracy(Candidate::MirrorAveraging)),
-                if syn.accuracy < self.accuracy(Candidate::Local) {
-                    " (here the synthetic rows made the pooled model worse than your own rows alone)"
-                } else {
-                    ""
-                }
-            );
-            for n in &syn.nodes {
-                let _ = writeln!(
-                    s,
-                    "  {:<28} {:<18} {:<9} {:<32} {:>6} rows  {}",
-                    n.endpoint,
-                    n.organisation_id.as_deref().unwrap_or("–"),
-                    n.status,
-                    n.release_id.as_deref().unwrap_or("–"),
-                    n.rows,
-                    n.exclusion.as_deref().unwrap_or("")
-                );
-            }
-        }
+        self.synthetic_table(&mut s);
         for w in &self.warnings {
             let _ = writeln!(s, "warning: {w}");
         }
         s
+    }
+    /// The `--train-on synthetic` lines of the terminal table (none without it).
+    fn synthetic_table(&self, s: &mut String) {
+        let Some(syn) = &self.synthetic else {
+            return;
+        };
+        let _ = writeln!(
+            s,
+            "synthetic data asked for: {}; {} synthetic + {} own rows pooled, λ = {}",
+            syn.spec,
+            syn.synthetic_rows,
+            syn.pooled_rows - syn.synthetic_rows,
+            super::chart::significant(syn.lambda, 3)
+        );
+        let points = |other: f64| 100.0 * (syn.accuracy - other);
+        let _ = writeln!(
+            s,
+            "  the pooled model is {:+.1} points from the local baseline and {:+.1} from mirror averaging; the final model is chosen without it{}",
+            points(self.accuracy(Candidate::Local)),
+            points(self.accuracy(Candidate::MirrorAveraging)),
+            if syn.accuracy < self.accuracy(Candidate::Local) {
+                " (here the synthetic rows made the pooled model worse than your own rows alone)"
+            } else {
+                ""
+            }
+        );
+        for n in &syn.nodes {
+            let _ = writeln!(
+                s,
+                "  {:<28} {:<18} {:<9} {:<32} {:>6} rows  {}",
+                n.endpoint,
+                n.organisation_id.as_deref().unwrap_or("–"),
+                n.status,
+                n.release_id.as_deref().unwrap_or("–"),
+                n.rows,
+                n.exclusion.as_deref().unwrap_or("")
+            );
+        }
     }
 }
