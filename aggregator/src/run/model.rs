@@ -91,11 +91,11 @@ impl ModelFile {
         }
     }
 
-    /// Reads and checks `path`: its format, its schemas (valid, matching their fingerprints) and
+    /// Reads and checks `path` (at most [`MAX_MODEL_BYTES`]): its format, its schemas (valid, matching their fingerprints) and
     /// the number of weights.
     pub fn load(path: &Path) -> Result<(Self, Schema, Option<Schema>)> {
         let origin = path.display().to_string();
-        let text = std::fs::read(path).with_context(|| format!("{origin}: cannot read"))?;
+        let text = read_capped(path, MAX_MODEL_BYTES)?;
         let model: ModelFile = serde_json::from_slice(&text)
             .with_context(|| format!("{origin}: not a dpagg model.json"))?;
         if model.format != FORMAT {
@@ -251,5 +251,47 @@ fn quote(v: &str) -> String {
         format!("\"{}\"", v.replace('"', "\"\""))
     } else {
         v.to_owned()
+    }
+}
+
+/// Largest `model.json` read: a model is a few weights per column and two schemas, so even a
+/// table of 100,000 columns stays far below it.
+pub const MAX_MODEL_BYTES: u64 = 64 << 20;
+
+/// The bytes of `path`, refused with one line when there are more than `max`.
+fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>> {
+    use std::io::Read as _;
+    let origin = path.display();
+    let file = std::fs::File::open(path).with_context(|| format!("{origin}: cannot read"))?;
+    let mut bytes = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("{origin}: cannot read"))?;
+    if bytes.len() as u64 > max {
+        bail!(
+            "{origin}: larger than {} MiB, not a dpagg model.json",
+            max >> 20
+        );
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_file_above_the_cap_is_refused_in_one_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("model.json");
+        std::fs::write(&path, b"0123456789a").expect("write");
+        assert_eq!(read_capped(&path, 11).expect("at the cap").len(), 11);
+        let e = read_capped(&path, 10)
+            .expect_err("above the cap")
+            .to_string();
+        assert!(
+            e.ends_with("model.json: larger than 0 MiB, not a dpagg model.json"),
+            "{e}"
+        );
     }
 }

@@ -37,9 +37,10 @@ pub enum Violation {
         /// Its index.
         index: usize,
     },
-    /// A guarantee no mechanism that looks at the data can give (ε ≤ 0, or a negative δ).
+    /// A guarantee no mechanism that looks at the data can give: ε below
+    /// [`MIN_PLAUSIBLE_EPSILON`] (0, negative, or a subnormal such as 5e-324), or a negative δ.
     #[error(
-        "implausible guarantee: ε = {epsilon}, δ = {delta} (a learner trained on data has ε > 0)"
+        "implausible guarantee: ε = {epsilon}, δ = {delta} (a learner trained on data claims ε ≥ {MIN_PLAUSIBLE_EPSILON:e})"
     )]
     ImplausibleGuarantee {
         /// The claimed ε.
@@ -277,6 +278,12 @@ fn check_shape(p: &PublishedLearner, cx: &Context<'_>) -> Result<(), Violation> 
 /// The guarantee within the acceptance policy. The policy is stated under replace-one; an
 /// add/remove-one guarantee is compared as what it implies there. A NaN guarantee is outside
 /// every range, so it is refused too.
+/// The smallest ε a learner may claim. Below it every mechanism here would add noise millions of
+/// times the weights' bound, so such a learner is noise, and a claim like 5e-324 (the smallest
+/// subnormal) says only that its node's metadata cannot be taken at its word. Public, and far
+/// below any ε a federation asks for.
+pub const MIN_PLAUSIBLE_EPSILON: f64 = 1e-6;
+
 fn check_policy(p: &PublishedLearner, cx: &Context<'_>) -> Result<(), Violation> {
     let stated = p.metadata().guarantee;
     let relation = stated.relation;
@@ -288,7 +295,7 @@ fn check_policy(p: &PublishedLearner, cx: &Context<'_>) -> Result<(), Violation>
             format!(" ({relation}; {v} under replace-one)")
         }
     };
-    if stated.epsilon <= 0.0 || stated.delta < 0.0 {
+    if stated.epsilon < MIN_PLAUSIBLE_EPSILON || stated.delta < 0.0 {
         return Err(Violation::ImplausibleGuarantee {
             epsilon: stated.epsilon,
             delta: stated.delta,
@@ -455,6 +462,8 @@ mod tests {
             (with(|l| l.weights.fill(f64::MAX)), "weights_out_of_bound"),
             (with(|l| meta(l).epsilon = 0.0), "implausible_guarantee"),
             (with(|l| meta(l).epsilon = -1.0), "implausible_guarantee"),
+            (with(|l| meta(l).epsilon = 5e-324), "implausible_guarantee"),
+            (with(|l| meta(l).epsilon = 9e-7), "implausible_guarantee"),
             (with(|l| meta(l).delta = -1e-9), "implausible_guarantee"),
             (with(|l| meta(l).epsilon = 2.5), "over_policy"),
             (with(|l| meta(l).epsilon = f64::NAN), "over_policy"),

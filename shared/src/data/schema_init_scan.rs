@@ -132,6 +132,7 @@ pub(super) fn scan(text: Text, origin: &str, label: &str) -> Result<Scan, InitEr
         message: e.to_string(),
     };
     let header = rdr.headers().map_err(csv_error)?.clone();
+    crate::data::csv::check_width(&header, origin)?;
     let label_at = find_label(&header, origin, label)?;
     let fresh = Survey {
         min: f64::INFINITY,

@@ -19,6 +19,18 @@ pub enum DataError {
         /// The file, as given.
         origin: String,
     },
+    /// The header has more columns than any table this reads ([`super::MAX_COLUMNS`]).
+    #[error(
+        "{origin}:1: {columns} columns in the header, more than the {max} a table may have (is this the right file and separator?)"
+    )]
+    TooWide {
+        /// The file, as given.
+        origin: String,
+        /// Columns in its header.
+        columns: usize,
+        /// [`super::MAX_COLUMNS`].
+        max: usize,
+    },
     /// The file has a header but no data rows.
     #[error("{origin}:1: header only, no data rows")]
     NoRows {

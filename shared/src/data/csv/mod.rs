@@ -89,6 +89,22 @@ impl LoadReport {
     }
 }
 
+/// Most columns a file's header may have: far above any table (a wide EHR export has a few
+/// thousand), far below what would make reading a row cost gigabytes.
+pub const MAX_COLUMNS: usize = 100_000;
+
+/// Refuses a header wider than [`MAX_COLUMNS`] before any row is read.
+pub fn check_width(header: &csv::StringRecord, origin: &str) -> Result<(), DataError> {
+    if header.len() > MAX_COLUMNS {
+        return Err(DataError::TooWide {
+            origin: origin.to_owned(),
+            columns: header.len(),
+            max: MAX_COLUMNS,
+        });
+    }
+    Ok(())
+}
+
 /// Opens `path` and loads it with [`read_csv`]; messages name the path as given.
 pub fn load_csv(path: &Path, schema: &Schema) -> Result<(Dataset, LoadReport), DataError> {
     let origin = path.display().to_string();
@@ -253,6 +269,7 @@ fn read<R: std::io::Read>(
             origin: origin.to_owned(),
         });
     }
+    check_width(&header, origin)?;
     let columns = columns::find(&header, origin, schema, separator, label == Label::Optional)?;
     let ignored = columns::ignored(&header, schema);
     let mut rows = Rows::new(schema, keep_raw, separator);

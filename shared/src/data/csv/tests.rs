@@ -465,3 +465,20 @@ fn rows_alike_by_hand() {
     assert_eq!(load("0,0,1\n0,0,0\n").alike, 0.0);
     assert_eq!(rows::alike(&[2.0, 0.0], 4.0, 2), 0.5);
 }
+
+#[test]
+fn a_header_wider_than_any_table_is_refused_before_any_row() {
+    let schema = crate::data::schema::Schema::from_toml_str(
+        "name = \"t\"\n[label]\ncolumn = \"y\"\npositive = \"1\"\nnegative = \"0\"\n[[features]]\nname = \"c0\"\nlo = 0\nhi = 1\n",
+        "t.toml",
+    )
+    .expect("schema");
+    let header: Vec<String> = (0..=super::MAX_COLUMNS).map(|i| format!("c{i}")).collect();
+    let text = format!("{},y\n", header.join(","));
+    let e = super::read_csv(text.as_bytes(), "wide.csv", &schema).expect_err("too wide");
+    assert!(
+        e.to_string()
+            .starts_with("wide.csv:1: 100002 columns in the header, more than the 100000"),
+        "{e}"
+    );
+}
