@@ -34,7 +34,8 @@
 //! its registry. [`select`] builds the selectable ones and chooses one by cross-validation on
 //! the own training rows, so that joining never leaves the aggregator worse off than its own
 //! data alone; [`agreement`] measures how far the others' learners agree, which sets how much
-//! evidence that choice needs.
+//! evidence that choice needs. [`model_file`] defines `model.json`, the final model a run
+//! writes, and applies it to new rows.
 
 pub mod agreement;
 pub mod calibrate;
@@ -42,6 +43,7 @@ pub mod combiner;
 mod comparators;
 pub mod loss_table;
 mod mirror;
+pub mod model_file;
 pub mod select;
 
 pub use comparators::{best_single, best_single_from_table, combine, uniform_average};

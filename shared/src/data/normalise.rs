@@ -174,15 +174,19 @@ fn standardise(f: &FeatureSpec, v: f64) -> (f64, bool, bool) {
 }
 
 /// The ball map of `raw` into `out` (see the module documentation).
+/// `z` is scratch space (resized to the number of features), so that a caller mapping many rows
+/// allocates once.
 pub(crate) fn ball_row(
     features: &[FeatureSpec],
     ball: BallRow,
     subspace: Option<&Subspace>,
     raw: &[f64],
     out: &mut [f64],
+    z: &mut Vec<f64>,
 ) -> RowReport {
     let mut report = RowReport::default();
-    let mut z = vec![0.0; features.len()];
+    z.clear();
+    z.resize(features.len(), 0.0);
     for ((f, &v), zj) in features.iter().zip(raw).zip(z.iter_mut()) {
         let (value, clipped, missing) = standardise(f, v);
         report.clipped += usize::from(clipped);
@@ -191,11 +195,11 @@ pub(crate) fn ball_row(
     }
     let k = match subspace {
         Some(s) => {
-            s.project(&z, &mut out[..s.components()]);
+            s.project(z, &mut out[..s.components()]);
             s.components()
         }
         None => {
-            out[..z.len()].copy_from_slice(&z);
+            out[..z.len()].copy_from_slice(z);
             z.len()
         }
     };
@@ -388,7 +392,14 @@ scale = 0.5
             intercept: Some(0.2),
         };
         let mut out = [0.0; 4];
-        let report = ball_row(&features, ball, Some(&subspace), &[1.0], &mut out);
+        let report = ball_row(
+            &features,
+            ball,
+            Some(&subspace),
+            &[1.0],
+            &mut out,
+            &mut Vec::new(),
+        );
         assert!(report.projected);
         assert!(out.iter().all(|v| v.is_finite()), "{out:?}");
         assert!(l2_norm(&out) <= 1.0, "{out:?}");

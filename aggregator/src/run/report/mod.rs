@@ -8,7 +8,7 @@
 
 pub use crate::run::agreed::MapView;
 use crate::run::fetch::{MAX_TEXT, NodeOutcome, clean};
-use crate::run::model::ModelFile;
+use crate::run::model::model_of;
 use crate::run::synthetic::SyntheticView;
 use crate::run::trust::SignatureView;
 use anyhow::{Context, Result};
@@ -491,7 +491,9 @@ impl Report {
             .schema
             .as_ref()
             .context("the report has no schema to write model.json with")?;
-        let model = ModelFile::of(self, schema, self.learner_schema.as_ref()).to_json()?;
+        let model = model_of(self, schema, self.learner_schema.as_ref())
+            .to_json()
+            .context("cannot encode the model")?;
         for (name, bytes) in [
             ("report.json", json),
             ("model.json", model),

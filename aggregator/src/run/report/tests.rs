@@ -94,7 +94,7 @@ fn node_strings_are_escaped_in_html() {
         "t.toml",
     )
     .expect("schema");
-    let model = ModelFile::of(&report, &schema, None);
+    let model = model_of(&report, &schema, None);
     assert_eq!(
         (model.weights[0], model.candidate.as_str()),
         (1.0, "stacking")
