@@ -6,7 +6,8 @@
 # promises: `predict` on the run's test file reproduces the report's test accuracy exactly, and the
 # page's Python snippet (after `<!-- ci: predict.py -->`, numpy only, in a throw-away virtualenv)
 # (always docs/own-data.md's) reproduces `predict`'s probabilities and margins to 1e-12, on the run's model and on the same
-# model weighing both of its maps (the clinic's own and the agreed one). Nodes left behind are
+# model weighing both of its maps (the clinic's own and the agreed one); with DPAGG_PYTHON set, that
+# the Python package's dpagg.Model gives predict's output bit for bit. Nodes left behind are
 # stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -79,4 +80,10 @@ PY
 target/release/dpagg-aggregator predict --model "$work/both.json" --data owndata/clinic-heldout.csv --out "$work/both.csv" >/dev/null
 "$work/venv/bin/python" "$work/predict.py" "$work/both.json" owndata/clinic-heldout.csv > "$work/python-both.csv"
 compare "$work/both.csv" "$work/python-both.csv"
+# With DPAGG_PYTHON (a Python with the dpagg package, `pip install ./python`): dpagg.Model equals
+# predict bit for bit on both models, from the CSV and from a DataFrame.
+if [ -n "${DPAGG_PYTHON:-}" ]; then
+  "$DPAGG_PYTHON" python/tests/model_matches_predict.py owndata/report/model.json owndata/clinic-heldout.csv owndata/scores.csv
+  "$DPAGG_PYTHON" python/tests/model_matches_predict.py "$work/both.json" owndata/clinic-heldout.csv "$work/both.csv"
+fi
 echo "$page: six steps run, predict and the Python snippet agree"
