@@ -17,9 +17,11 @@ use prost::Message;
 use serde_json::{Value, json};
 use std::io::Write;
 
-/// Opens the state folder of `config`, refusing one that holds no ledger yet.
+/// Opens the state folder of `config`, refusing one that holds no ledger yet (a folder with a
+/// high-water mark but no database is left to [`Store::open`], which says it went missing).
 fn open(config: &NodeConfig) -> Result<Store> {
-    if !config.state_dir.join("node.sqlite").exists() {
+    let dir = &config.state_dir;
+    if !dir.join("node.sqlite").exists() && !dir.join(dpagg_node::store::MARK_FILE).exists() {
         bail!(
             "{}: no ledger here yet (nothing has been published)",
             config.state_dir.display()
