@@ -87,7 +87,7 @@ enum Command {
         #[command(flatten)]
         config: Settings,
         #[command(subcommand)]
-        action: Option<LedgerAction>,
+        action: Option<Box<LedgerAction>>,
     },
     /// List what this node has released — learners and data releases, their specs,
     /// guarantees and charges — as a table or JSON; `--show ID` prints one release.
@@ -196,11 +196,11 @@ pub(crate) fn fresh_state<T>(
 /// `ledger`, `ledger backup` and `ledger restore`; `matches` are `ledger`'s.
 fn ledger(
     config: Settings,
-    action: Option<LedgerAction>,
+    action: Option<Box<LedgerAction>>,
     matches: &ArgMatches,
     out: &mut Out,
 ) -> Result<()> {
-    match action {
+    match action.map(|a| *a) {
         None => release_commands::ledger(config.resolve(matches)?, out),
         Some(LedgerAction::Backup { config, out: file }) => {
             let matches = matches.subcommand_matches("backup").unwrap_or(matches);
