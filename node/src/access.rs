@@ -138,8 +138,8 @@ impl Rpc {
         }
     }
 
-    /// Whether the RPC spends budget (write list and rate limit).
-    fn writes(self) -> bool {
+    /// Whether the RPC spends budget (write list and rate limit; its latency is a training's).
+    pub fn writes(self) -> bool {
         matches!(self, Self::PublishLearner | Self::PublishData)
     }
 }

@@ -54,6 +54,9 @@ impl ServeLock {
             source,
         };
         dpagg_shared::util::files::create_private_dir(state_dir).map_err(io)?;
+        // Opened in place, not through `atomic_write`: the lock lives on this very inode. The
+        // state folder is checked to be writable by its owner alone before anything opens it
+        // (`dpagg_shared::util::private`), so nobody else can plant a link at this name.
         let mut options = OpenOptions::new();
         options.read(true).write(true).create(true).truncate(false);
         #[cfg(unix)]

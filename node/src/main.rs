@@ -3,7 +3,8 @@
 //! - `serve`: the gRPC service (health and reflection included) until SIGTERM or Ctrl-C.
 //! - `publish`: release a learner locally under the node's policy (same ledger as `serve`).
 //! - `publish-data`: make a data release (statistics, synthetic data) locally, same ledger.
-//! - `ledger`: spent and remaining budget, and every release.
+//! - `ledger`: spent and remaining budget, and every release; `ledger backup` and `ledger
+//!   restore` copy the ledger out and back (never behind its high-water mark).
 //! - `releases`: what the node has released (learners and data releases), a table or JSON.
 //! - `check`: validate a CSV against the public schema and look for traps (nothing is released).
 //! - `schema init`: draft a commented public schema from a CSV file.
@@ -79,8 +80,15 @@ enum Command {
         #[arg(long = "option", value_parser = dpagg_shared::privacy::mechanism::kind::parse_option)]
         option: Vec<(String, f64)>,
     },
-    /// Print spent and remaining budget and the releases.
-    Ledger(Settings),
+    /// Print spent and remaining budget and the releases; `ledger backup` and `ledger restore`
+    /// copy the ledger out and back.
+    #[command(args_conflicts_with_subcommands = true)]
+    Ledger {
+        #[command(flatten)]
+        config: Settings,
+        #[command(subcommand)]
+        action: Option<Box<LedgerAction>>,
+    },
     /// List what this node has released — learners and data releases, their specs,
     /// guarantees and charges — as a table or JSON; `--show ID` prints one release.
     Releases {
@@ -149,6 +157,28 @@ enum Command {
     Certs(Certs),
 }
 
+/// `dpagg-node ledger backup|restore`.
+#[derive(Debug, Subcommand)]
+enum LedgerAction {
+    /// Write a consistent copy of the ledger (the node's database) to FILE, mode 0600; safe
+    /// beside a running node.
+    Backup {
+        #[command(flatten)]
+        config: Settings,
+        /// Where to write the copy.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// Install a backup as the node's ledger (stop the node and publishers first); refused when
+    /// the backup is behind the ledger's high-water mark — it would give back spent budget.
+    Restore {
+        #[command(flatten)]
+        config: Settings,
+        /// The backup (from `dpagg-node ledger backup`).
+        file: PathBuf,
+    },
+}
+
 /// Runs `load` (which creates the state folder); when it fails and the folder did not exist
 /// before, removes it again, so a configuration error leaves nothing behind.
 pub(crate) fn fresh_state<T>(
@@ -161,6 +191,26 @@ pub(crate) fn fresh_state<T>(
         let _ = std::fs::remove_dir_all(state_dir);
     }
     loaded
+}
+
+/// `ledger`, `ledger backup` and `ledger restore`; `matches` are `ledger`'s.
+fn ledger(
+    config: Settings,
+    action: Option<Box<LedgerAction>>,
+    matches: &ArgMatches,
+    out: &mut Out,
+) -> Result<()> {
+    match action.map(|a| *a) {
+        None => release_commands::ledger(config.resolve(matches)?, out),
+        Some(LedgerAction::Backup { config, out: file }) => {
+            let matches = matches.subcommand_matches("backup").unwrap_or(matches);
+            release_commands::backup(config.resolve(matches)?, &file, out)
+        }
+        Some(LedgerAction::Restore { config, file }) => {
+            let matches = matches.subcommand_matches("restore").unwrap_or(matches);
+            release_commands::restore(config.resolve(matches)?, &file, out)
+        }
+    }
 }
 
 /// Runs `command`; `matches` are its subcommand's, which say where each setting came from.
@@ -193,7 +243,7 @@ fn run(command: Command, matches: &ArgMatches, out: &mut Out) -> Result<()> {
             };
             publish_data(config.resolve(matches)?, &spec, out)
         }
-        Command::Ledger(settings) => release_commands::ledger(settings.resolve(matches)?, out),
+        Command::Ledger { config, action } => ledger(config, action, matches, out),
         Command::Releases {
             config,
             allow_retry: Some(id),

@@ -10,15 +10,21 @@
 //! - `dpagg_publish_requests_total{kind, outcome}`: publish requests since start, by outcome
 //!   (`published`, `existing`, or the reason of a refusal or failure).
 //! - `dpagg_rpc_requests_total{method, code}` and `dpagg_rpc_seconds{method}` (histogram): every
-//!   gRPC call by method and status code, and its latency.
-//! - `dpagg_training_seconds` (histogram) and `dpagg_trainings_in_flight`: releases being made.
+//!   gRPC call by method and status code, and the latency of those that train nothing (a
+//!   publish call lasts as long as its training: see below).
+//! - `dpagg_trainings_within_total{le}` and `dpagg_trainings_in_flight`: releases made, counted
+//!   in coarse buckets of their time ([`COARSE_SECONDS`], cumulative like a histogram's, with
+//!   no sum), and releases being made.
 //! - `dpagg_operator_publishes_total{kind, outcome}` and
-//!   `dpagg_operator_publish_seconds_total{kind}` (whole seconds): what the operator published
-//!   with `dpagg-node publish` / `publish-data` beside the serving node, all time, read from the
-//!   store at every scrape.
+//!   `dpagg_operator_publishes_within_total{kind, le}` (the same coarse buckets): what the
+//!   operator published with `dpagg-node publish` / `publish-data` beside the serving node, all
+//!   time, read from the store at every scrape.
 //!
 //! Nothing here is a statistic of the records: counts of requests and releases, budgets and
-//! durations, which the operator's node already knows and which carry no row's value.
+//! latencies of calls that read no record. A training's exact time is one: an iterative solver
+//! runs until it converges on the data, so its time tracks the data (docs/threat-model.md).
+//! Training time is therefore shown only as counts in buckets a decade or more wide, never as a
+//! sum, a total or a fine histogram.
 
 use crate::access::Rpc;
 use crate::store::{PublishError, Store};
@@ -71,13 +77,26 @@ struct OperatorLabels {
     outcome: String,
 }
 
-/// A release kind's label, owned.
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// Upper bounds, in seconds, of the coarse buckets training time is counted in (then `+Inf`).
+pub const COARSE_SECONDS: [f64; 4] = [1.0, 10.0, 60.0, 600.0];
+
+/// The `le` labels of [`COARSE_SECONDS`] and `+Inf`.
+const COARSE_LABELS: [&str; 5] = ["1", "10", "60", "600", "+Inf"];
+
+/// A coarse bucket's label (`le`, cumulative: a count of everything at or under the bound).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct OwnedKind {
-    kind: String,
+struct LeLabel {
+    le: &'static str,
 }
 
-type FloatGauge = Gauge<f64, AtomicU64>;
+/// An operator publish kind's coarse bucket (from the store, so owned).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLeLabels {
+    kind: String,
+    le: &'static str,
+}
 
 /// Latency buckets of a gRPC call: 1 ms to about 65 s.
 fn rpc_buckets() -> Histogram {
@@ -90,14 +109,14 @@ pub struct Metrics {
     rpcs: Family<RpcLabels, Counter>,
     rpc_seconds: Family<MethodLabel, Histogram, fn() -> Histogram>,
     publishes: Family<PublishLabels, Counter>,
-    training_seconds: Histogram,
+    trainings: Family<LeLabel, Counter>,
     in_flight: Gauge,
     epsilon: Family<StateLabel, FloatGauge>,
     delta: Family<StateLabel, FloatGauge>,
     releases: Family<KindLabel, Gauge>,
     unfinished: Gauge,
     operator: Family<OperatorLabels, Counter>,
-    operator_seconds: Family<OwnedKind, Counter>,
+    operator_within: Family<KindLeLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -120,14 +139,14 @@ impl Metrics {
             rpcs: Family::default(),
             rpc_seconds: Family::new_with_constructor(rpc_buckets),
             publishes: Family::default(),
-            training_seconds: Histogram::new(exponential_buckets(0.01, 2.0, 16)),
+            trainings: Family::default(),
             in_flight: Gauge::default(),
             epsilon: Family::default(),
             delta: Family::default(),
             releases: Family::default(),
             unfinished: Gauge::default(),
             operator: Family::default(),
-            operator_seconds: Family::default(),
+            operator_within: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -146,9 +165,9 @@ impl Metrics {
             m.publishes.clone(),
         );
         registry.register(
-            "training_seconds",
-            "time to make one new release",
-            m.training_seconds.clone(),
+            "trainings_within",
+            "releases made, by how long they took: at most le seconds (coarse on purpose)",
+            m.trainings.clone(),
         );
         registry.register(
             "trainings_in_flight",
@@ -177,9 +196,9 @@ impl Metrics {
             m.operator.clone(),
         );
         registry.register(
-            "operator_publish_seconds",
-            "time the operator's publishes took, in whole seconds, all time, by kind",
-            m.operator_seconds.clone(),
+            "operator_publishes_within",
+            "the operator's publishes, all time, by kind and how long they took: at most le seconds (coarse on purpose)",
+            m.operator_within.clone(),
         );
         m.start_at_zero();
         Self { registry, ..m }
@@ -204,13 +223,20 @@ impl Metrics {
                 kind: kind.to_owned(),
                 outcome: outcome.to_owned(),
             });
-            let _ = self.operator_seconds.get_or_create(&OwnedKind {
-                kind: kind.to_owned(),
-            });
+            for le in COARSE_LABELS {
+                let _ = self.operator_within.get_or_create(&KindLeLabels {
+                    kind: kind.to_owned(),
+                    le,
+                });
+            }
+        }
+        for le in COARSE_LABELS {
+            let _ = self.trainings.get_or_create(&LeLabel { le });
         }
     }
 
-    /// Records one gRPC call.
+    /// Records one gRPC call; its latency only if it trains nothing (a publish call's latency
+    /// is its training's time, counted coarsely by [`Metrics::training`] instead).
     pub fn rpc(&self, rpc: Rpc, code: tonic::Code, elapsed: Duration) {
         self.rpcs
             .get_or_create(&RpcLabels {
@@ -218,6 +244,9 @@ impl Metrics {
                 code: format!("{code:?}"),
             })
             .inc();
+        if rpc.writes() {
+            return;
+        }
         self.rpc_seconds
             .get_or_create(&MethodLabel { method: rpc.name() })
             .observe(elapsed.as_secs_f64());
@@ -280,18 +309,24 @@ impl Metrics {
     /// Brings the operator's counters up to the store's all-time figures (they only grow: rows
     /// are never deleted).
     fn read_operator(&self, store: &Store) -> Result<(), String> {
-        let mut seconds: std::collections::BTreeMap<String, u64> = Default::default();
+        for (kind, within) in store
+            .operator_durations(&COARSE_SECONDS)
+            .map_err(|e| e.to_string())?
+        {
+            for (le, n) in COARSE_LABELS.into_iter().zip(within) {
+                let counter = self.operator_within.get_or_create(&KindLeLabels {
+                    kind: kind.clone(),
+                    le,
+                });
+                counter.inc_by(n.saturating_sub(counter.get()));
+            }
+        }
         for c in store.operator_publishes().map_err(|e| e.to_string())? {
-            *seconds.entry(c.kind.clone()).or_default() += c.seconds.max(0.0).floor() as u64;
             let counter = self.operator.get_or_create(&OperatorLabels {
                 kind: c.kind,
                 outcome: c.outcome,
             });
             counter.inc_by(c.count.saturating_sub(counter.get()));
-        }
-        for (kind, total) in seconds {
-            let counter = self.operator_seconds.get_or_create(&OwnedKind { kind });
-            counter.inc_by(total.saturating_sub(counter.get()));
         }
         Ok(())
     }
@@ -315,9 +350,12 @@ pub struct Training<'a> {
 impl Drop for Training<'_> {
     fn drop(&mut self) {
         self.metrics.in_flight.dec();
-        self.metrics
-            .training_seconds
-            .observe(self.start.elapsed().as_secs_f64());
+        let seconds = self.start.elapsed().as_secs_f64();
+        for (i, le) in COARSE_LABELS.into_iter().enumerate() {
+            if COARSE_SECONDS.get(i).is_none_or(|bound| seconds <= *bound) {
+                self.metrics.trainings.get_or_create(&LeLabel { le }).inc();
+            }
+        }
     }
 }
 

@@ -1,10 +1,11 @@
 //! The node's commands on what it has released, nothing new released: `ledger` (budget and
-//! every charge) and `releases` (every release with its spec, guarantee and charge, as a table
+//! every charge; `ledger backup` and `ledger restore`, the ledger copied out and back) and `releases` (every release with its spec, guarantee and charge, as a table
 //! or JSON; `--show ID` one release in full). Part of the `dpagg-node` binary; they read the
 //! state folder beside a running `serve` (SQLite in WAL mode) and never take its lock.
 
 use anyhow::{Context, Result, bail};
 use dpagg_node::config::NodeConfig;
+use dpagg_node::lock::ServeLock;
 use dpagg_node::store::{Store, StoredData};
 use dpagg_proto::v1 as pb;
 use dpagg_shared::cli::Out;
@@ -16,9 +17,11 @@ use prost::Message;
 use serde_json::{Value, json};
 use std::io::Write;
 
-/// Opens the state folder of `config`, refusing one that holds no ledger yet.
+/// Opens the state folder of `config`, refusing one that holds no ledger yet (a folder with a
+/// high-water mark but no database is left to [`Store::open`], which says it went missing).
 fn open(config: &NodeConfig) -> Result<Store> {
-    if !config.state_dir.join("node.sqlite").exists() {
+    let dir = &config.state_dir;
+    if !dir.join("node.sqlite").exists() && !dir.join(dpagg_node::store::MARK_FILE).exists() {
         bail!(
             "{}: no ledger here yet (nothing has been published)",
             config.state_dir.display()
@@ -27,6 +30,48 @@ fn open(config: &NodeConfig) -> Result<Store> {
     let store = Store::open(&config.state_dir)?;
     store.claim(&config.organisation_id)?;
     Ok(store)
+}
+
+/// `dpagg-node ledger backup --out FILE`: a consistent copy of the ledger (beside a running
+/// node), mode 0600.
+pub fn backup(config: NodeConfig, file: &std::path::Path, out: &mut Out) -> Result<()> {
+    let store = open(&config)?;
+    let s = store.backup(file)?;
+    writeln!(
+        out,
+        "ledger {} backed up to {}: {} charge(s), ε = {} spent",
+        s.ledger_id,
+        file.display(),
+        s.charges,
+        fixed(s.epsilon, 6)
+    )?;
+    Ok(())
+}
+
+/// `dpagg-node ledger restore FILE`: installs a backup as the ledger, under the serve lock (no
+/// node serves meanwhile); refused when the backup is behind the high-water mark.
+pub fn restore(config: NodeConfig, file: &std::path::Path, out: &mut Out) -> Result<()> {
+    Store::check_private(&config.state_dir)?;
+    if !config.state_dir.is_dir() {
+        bail!(
+            "{}: no state folder here; create it with `mkdir -m 700 {}` first",
+            config.state_dir.display(),
+            config.state_dir.display()
+        );
+    }
+    let _lock = ServeLock::acquire(&config.state_dir, &config.organisation_id)?;
+    let s = dpagg_node::store::restore(&config.state_dir, file)?;
+    let store = Store::open(&config.state_dir)?;
+    store.claim(&config.organisation_id)?;
+    writeln!(
+        out,
+        "ledger {} restored from {}: {} charge(s), ε = {} spent",
+        s.ledger_id,
+        file.display(),
+        s.charges,
+        fixed(s.epsilon, 6)
+    )?;
+    Ok(())
 }
 
 /// A guarantee and what the ledger counts for it under replace-one (group privacy for an

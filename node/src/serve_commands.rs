@@ -81,6 +81,8 @@ pub(crate) fn serve(config: NodeConfig, out: &mut Out) -> Result<()> {
         &config.organisation_id,
         config.access.clone(),
     )?;
+    // Before the lock file is made: a state folder others can change is refused untouched.
+    dpagg_node::store::Store::check_private(&config.state_dir)?;
     let (_lock, node) = fresh_state(&config.state_dir, || {
         let lock = ServeLock::acquire(&config.state_dir, &config.organisation_id)?;
         Ok((lock, Node::load(&config)?))

@@ -14,7 +14,9 @@ use crate::tls_server::{incoming, plain, tls_handshake};
 use dpagg_proto::signature::{SignatureError, SigningKey};
 use dpagg_proto::v1::FILE_DESCRIPTOR_SET;
 use dpagg_proto::v1::organisation_node_server::OrganisationNodeServer;
-use dpagg_shared::identity::{CERT_FILE, IdentityDir, TlsError, server_config};
+use dpagg_shared::identity::{
+    CERT_FILE, IdentityDir, KEY_FILE, SIGNING_KEY_FILE, TlsError, server_config,
+};
 use std::future::Future;
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -39,6 +41,9 @@ pub enum SecurityError {
     /// The signing key is unusable.
     #[error(transparent)]
     Signing(#[from] SignatureError),
+    /// Someone other than the node's user can change the identity folder or its keys.
+    #[error(transparent)]
+    Private(#[from] dpagg_shared::util::private::PrivateError),
     /// The certificate names another organisation than the configuration.
     #[error(
         "{path}: the certificate names organisation {certificate:?}, but this node is \
@@ -81,6 +86,11 @@ impl Security {
                 access,
             }),
             Transport::Tls(dir) => {
+                // Keys someone else could replace are no keys of this organisation.
+                dpagg_shared::util::private::check_identity_dir(
+                    dir,
+                    &[KEY_FILE, SIGNING_KEY_FILE],
+                )?;
                 let identity = IdentityDir::load(dir)?;
                 if identity.organisation_id != organisation_id {
                     return Err(SecurityError::WrongOrganisation {

@@ -149,7 +149,16 @@ async fn metrics_parse_and_match_the_ledger() {
         text.contains("dpagg_rpc_seconds_bucket{"),
         "latency histogram"
     );
-    assert!(text.contains("dpagg_training_seconds_count 1"), "{text}");
+    // Training time only in coarse buckets: no sum, no exact figure, no fine histogram.
+    assert!(
+        text.contains("dpagg_trainings_within_total{le=\"+Inf\"} 1"),
+        "{text}"
+    );
+    assert!(!text.contains("training_seconds"), "{text}");
+    assert!(
+        !text.contains("dpagg_rpc_seconds_count{method=\"PublishLearner\"}"),
+        "a publish call's latency is its training's time: {text}"
+    );
     assert!(
         text.trim_end().ends_with("# EOF"),
         "OpenMetrics ends with # EOF"
@@ -596,7 +605,9 @@ fn an_operator_publish_shows_in_the_serving_nodes_metrics_and_the_audit_log() {
         sample(&parsed, operator, &[learner, ("outcome", "refused_cap")]),
         1.0
     );
-    assert!(sample(&parsed, "dpagg_operator_publish_seconds_total", &[learner]) >= 0.0);
+    let within = "dpagg_operator_publishes_within_total";
+    assert_eq!(sample(&parsed, within, &[learner, ("le", "+Inf")]), 3.0);
+    assert!(!text.contains("operator_publish_seconds"), "{text}");
     assert_eq!(
         sample(&parsed, "dpagg_budget_epsilon", &[("state", "spent")]),
         1.5

@@ -18,6 +18,7 @@ use dpagg_shared::data::bundled::Bundled;
 use dpagg_shared::identity::IdentityDir;
 use dpagg_shared::identity::certs::{Validity, init};
 use dpagg_shared::privacy::mechanism::{LearnerSpec, MechanismKind};
+use dpagg_shared::util::files::atomic_write;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -176,8 +177,8 @@ fn write_shard(dir: &Path) -> Result<()> {
         .take(61)
         .map(|l| format!("{l}\n"))
         .collect();
-    std::fs::write(dir.join("data.csv"), shard).context("cannot write the data")?;
-    std::fs::write(dir.join("schema.toml"), bundled.schema_text())
+    atomic_write(&dir.join("data.csv"), shard.as_bytes()).context("cannot write the data")?;
+    atomic_write(&dir.join("schema.toml"), bundled.schema_text().as_bytes())
         .context("cannot write the schema")
 }
 

@@ -11,6 +11,7 @@
 
 use anyhow::{Context, Result, bail};
 use dpagg_shared::data::dataset::Dataset;
+use dpagg_shared::util::files::atomic_write;
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;
@@ -43,7 +44,7 @@ pub fn time_fits(
 ) -> Result<(Vec<f64>, String)> {
     let dir = tempfile::tempdir().context("cannot create a temporary folder")?;
     let script = dir.path().join("diffprivlib_fit.py");
-    std::fs::write(&script, SCRIPT).context("cannot write the peer script")?;
+    atomic_write(&script, SCRIPT.as_bytes()).context("cannot write the peer script")?;
     let mut command = Command::new(python);
     command
         .arg(&script)
@@ -67,6 +68,10 @@ pub fn time_fits(
 }
 
 /// Features row by row, then labels, as little-endian f64.
+///
+/// Streamed with a plain `File::create`, not `atomic_write`: `path` is in a folder this process
+/// just made with `tempfile::tempdir` (a random name, mode 0700), where nobody else can plant a
+/// link, and the file is read once by the peer script and thrown away.
 fn write_rows(path: &Path, data: &Dataset) -> Result<()> {
     let file = std::fs::File::create(path).context("cannot write the rows")?;
     let mut w = std::io::BufWriter::new(file);

@@ -34,6 +34,7 @@ use dpagg_shared::identity::certs::{PUBLIC_KEYS_DIR, Validity};
 use dpagg_shared::privacy::guarantee::PrivacyGuarantee;
 use dpagg_shared::privacy::mechanism::LearnerSpec;
 use dpagg_shared::privacy::noise::derived_rng;
+use dpagg_shared::util::files::atomic_write;
 use dpagg_shared::util::num::Num;
 use rand::seq::SliceRandom;
 use std::ffi::OsString;
@@ -128,7 +129,8 @@ fn clinic_data(dir: &Path, sizes: &[usize], seed: u64) -> Result<(PathBuf, Vec<P
             let label = if data.label(i) > 0.0 { "yes" } else { "no" };
             out.push_str(&format!("{},{label}\n", cells.join(",")));
         }
-        std::fs::write(&path, out).with_context(|| format!("{}: cannot write", path.display()))?;
+        atomic_write(&path, out.as_bytes())
+            .with_context(|| format!("{}: cannot write", path.display()))?;
         Ok(path)
     };
     let test = write("test.csv", CLINIC_TEST_ROWS, &mut rng)?;
@@ -201,7 +203,8 @@ fn split_data(dir: &Path, sizes: &[usize], seed: u64) -> Result<(PathBuf, Vec<Pa
             out.push_str(rows[i]);
             out.push('\n');
         }
-        std::fs::write(&path, out).with_context(|| format!("{}: cannot write", path.display()))?;
+        atomic_write(&path, out.as_bytes())
+            .with_context(|| format!("{}: cannot write", path.display()))?;
         Ok(path)
     };
     let test_file = write("test.csv", &test)?;
@@ -309,7 +312,9 @@ fn copy_public_keys(dir: &Path, out: &Path) -> Result<()> {
     for entry in std::fs::read_dir(&from).with_context(|| format!("{}", from.display()))? {
         let path = entry?.path();
         if let Some(name) = path.file_name() {
-            std::fs::copy(&path, to.join(name))
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("{}: cannot read", path.display()))?;
+            atomic_write(&to.join(name), &bytes)
                 .with_context(|| format!("{}: cannot copy", path.display()))?;
         }
     }
@@ -418,7 +423,7 @@ fn write_data(args: &Args, dir: &Path) -> Result<(PathBuf, Vec<PathBuf>, PathBuf
         }
     };
     let schema = dir.join("schema.toml");
-    std::fs::write(&schema, schema_text)
+    atomic_write(&schema, schema_text.as_bytes())
         .with_context(|| format!("{}: cannot write", schema.display()))?;
     Ok((test_file, files, schema))
 }

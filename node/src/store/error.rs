@@ -51,6 +51,31 @@ pub enum StoreError {
         /// The organisation asking.
         ours: String,
     },
+    /// A file of the state folder cannot be read or written.
+    #[error("{path}: {source}")]
+    File {
+        /// The file.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The database is missing, another ledger, or behind the high-water mark kept beside it:
+    /// moved away, replaced, or rolled back to an older copy.
+    #[error(
+        "{path}: the ledger is behind its high-water mark {mark} ({why}): it was moved away, replaced or rolled back, which would spend the budget again; put the current node.sqlite back, or restore a backup that is not behind the mark with `dpagg-node ledger restore FILE`"
+    )]
+    BehindMark {
+        /// The database file.
+        path: String,
+        /// The mark file.
+        mark: String,
+        /// How it is behind.
+        why: String,
+    },
+    /// Someone other than the node's user can change the state folder, a file of it, or a
+    /// folder above it.
+    #[error(transparent)]
+    Private(#[from] dpagg_shared::util::private::PrivateError),
     /// The ledger's charges cannot be composed.
     #[error("{path}: cannot compose the ledger: {reason}")]
     Accounting {

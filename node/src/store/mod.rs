@@ -22,6 +22,10 @@
 //! implements through its `Kept` trait; their body and charge are one row of `data_releases`,
 //! and the composition below covers them with the learners.
 //!
+//! Outside the database, `ledger.mark` keeps the ledger's high-water mark, so a database moved
+//! away or rolled back is refused at open (`mark.rs`); `backup.rs` copies the ledger out and
+//! restores a copy that is not behind the mark.
+//!
 //! Files: `reserve.rs` (the path, failures and retries), `learners.rs` and `data.rs` (each kind's
 //! table, reads and pages), `operator.rs` (what the operator published beside `serve`), `schema.rs` (tables and migrations: an existing `node.sqlite` stays
 //! readable), `codec.rs` (relations, RDP curves, release ids), `pages.rs`, `error.rs`, `tests.rs`.
@@ -32,17 +36,21 @@
 //! composition otherwise; add/remove-one spend converted to replace-one by group privacy. A
 //! publish is allowed only if the composition *including the new charge* fits the policy.
 
+mod backup;
 mod codec;
 mod data;
 mod error;
 mod learners;
+mod mark;
 mod operator;
 mod pages;
 mod reserve;
 mod schema;
 
+pub use backup::restore;
 pub use data::{StoredData, data_key};
 pub use error::{PublishError, StoreError, is_data_independent};
+pub use mark::{MARK_FILE, Standing};
 pub use operator::{OperatorCount, OperatorPublish};
 pub use pages::PageKey;
 
@@ -54,6 +62,15 @@ use schema::{SCHEMA_SQL, create_private_file, migrate};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
+
+/// The files of the state folder the node uses (checked by [`Store::check_private`]).
+pub const STATE_FILES: &[&str] = &[
+    "node.sqlite",
+    "node.sqlite-wal",
+    "node.sqlite-shm",
+    "serve.lock",
+    "ledger.mark",
+];
 
 /// Spent budget: the composition of every charge (see the module documentation).
 pub type Spent = Composition;
@@ -74,15 +91,36 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens (creating if needed) `state_dir/node.sqlite`.
+    /// Refuses a state folder that someone other than this process's user can change: the
+    /// folder, the files of [`STATE_FILES`] in it, or a folder above it
+    /// ([`dpagg_shared::util::private::check_state_dir`]). Whoever can write them can swap the
+    /// ledger for an older copy and spend the budget again.
+    pub fn check_private(state_dir: &Path) -> Result<(), StoreError> {
+        Ok(dpagg_shared::util::private::check_state_dir(
+            state_dir,
+            STATE_FILES,
+        )?)
+    }
+
+    /// Opens (creating if needed) `state_dir/node.sqlite`, after [`Store::check_private`].
     pub fn open(state_dir: &Path) -> Result<Self, StoreError> {
+        Self::check_private(state_dir)?;
         dpagg_shared::util::files::create_private_dir(state_dir).map_err(|source| {
             StoreError::Io {
                 path: state_dir.display().to_string(),
                 source,
             }
         })?;
+        let mark = mark::read_mark(state_dir)?;
         let path = state_dir.join("node.sqlite");
+        if mark.is_some() && !path.exists() {
+            let mark_path = state_dir.join(MARK_FILE);
+            return Err(mark::behind_error(
+                &path,
+                &mark_path,
+                "the database is missing",
+            ));
+        }
         // Created 0600 before SQLite opens it: SQLite gives its -wal and -shm files the mode of
         // the database file, so no state file is ever readable by other users.
         create_private_file(&path).map_err(|source| StoreError::Io {
@@ -105,11 +143,13 @@ impl Store {
         writer.execute_batch(SCHEMA_SQL).map_err(err)?;
         migrate(&writer).map_err(err)?;
         let reader = open().map_err(err)?;
-        Ok(Self {
+        let store = Self {
             path,
             writer: Mutex::new(writer),
             reader: Mutex::new(reader),
-        })
+        };
+        store.hold_to_mark(mark.as_ref())?;
+        Ok(store)
     }
 
     /// Binds the state folder to `organisation_id` on first use, and refuses any other
@@ -189,12 +229,24 @@ impl Store {
     /// Every charge: the ledger's (one per learner), the data releases' and those of unfinished
     /// trainings.
     fn charges(&self, conn: &Connection) -> Result<Vec<Charge>, StoreError> {
+        self.charges_where(conn, "")
+    }
+
+    /// The charges that can never be refunded: every charge but those of trainings in progress
+    /// (whose reservation a refusal from public quantities may still remove). Their number and
+    /// composition only grow, which makes them the ledger's high-water mark (`mark.rs`).
+    fn settled_charges(&self, conn: &Connection) -> Result<Vec<Charge>, StoreError> {
+        self.charges_where(conn, " WHERE failed IS NOT NULL OR spec_key IS NULL")
+    }
+
+    /// The charges, with `unfinished` filtered by `filter` (a constant `WHERE` clause).
+    fn charges_where(&self, conn: &Connection, filter: &str) -> Result<Vec<Charge>, StoreError> {
         let mut stmt = conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT epsilon, delta, relation, rdp FROM ledger \
                  UNION ALL SELECT epsilon, delta, relation, rdp FROM data_releases \
-                 UNION ALL SELECT epsilon, delta, relation, rdp FROM unfinished",
-            )
+                 UNION ALL SELECT epsilon, delta, relation, rdp FROM unfinished{filter}"
+            ))
             .map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map([], |r| {

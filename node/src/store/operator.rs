@@ -80,4 +80,30 @@ impl Store {
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
+
+    /// The operator's publishes by kind, counted at or under each of `bounds` seconds and in
+    /// all (the last count): coarse buckets, never their times (`metrics.rs`).
+    pub fn operator_durations(
+        &self,
+        bounds: &[f64],
+    ) -> Result<Vec<(String, Vec<u64>)>, StoreError> {
+        let conn = self.reader();
+        let mut statement = conn
+            .prepare("SELECT kind, seconds FROM operator_publishes")
+            .map_err(|e| self.err(e))?;
+        let rows = statement
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))
+            .map_err(|e| self.err(e))?;
+        let mut out: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+        for row in rows {
+            let (kind, seconds) = row.map_err(|e| self.err(e))?;
+            let counts = out.entry(kind).or_insert_with(|| vec![0; bounds.len() + 1]);
+            for (count, bound) in counts.iter_mut().zip(bounds.iter().chain([&f64::INFINITY])) {
+                if seconds <= *bound {
+                    *count += 1;
+                }
+            }
+        }
+        Ok(out.into_iter().collect())
+    }
 }

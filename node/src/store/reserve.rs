@@ -93,6 +93,7 @@ impl Store {
                     }
                     Settle::Keep(reason) => {
                         self.abandon(key, &release_id, reason)?;
+                        self.raise_mark();
                         K::failure(e, true)
                     }
                 });
@@ -114,6 +115,9 @@ impl Store {
         }
         let stored = K::insert(self, &tx, key, made, &charge)?;
         tx.commit().map_err(|e| self.err(e))?;
+        drop(conn);
+        // The charge is on disk; now the mark outside the database follows it.
+        self.raise_mark();
         Ok((stored, true))
     }
 

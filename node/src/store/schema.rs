@@ -70,6 +70,9 @@ CREATE TABLE IF NOT EXISTS meta (
 ";
 
 /// Creates `path` empty with mode 0600 if it does not exist (an existing file is left as is).
+/// SQLite then writes the file in place (it is the database, not an output replaced whole, so
+/// `atomic_write` does not apply); the state folder is checked to be writable by its owner alone
+/// before this runs, so nobody else can plant a link at this name.
 pub(super) fn create_private_file(path: &Path) -> std::io::Result<()> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(false);

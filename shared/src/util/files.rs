@@ -4,17 +4,24 @@
 use std::io::Write;
 use std::path::Path;
 
-/// Atomically replaces `path` with `bytes` (a new file gets the process's default mode).
+/// Atomically replaces `path` with `bytes`. A new file is created with mode 0644 less the
+/// process's umask (the umask cannot be read without unsafe code, so 0644 is asked of `open`,
+/// which applies it): readable by others, as reports and public keys are meant to be.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_via_temp(path, bytes, None, |_| {})
+    write_via_temp(path, bytes, PUBLIC_MODE, |_| {})
 }
 
-/// [`atomic_write`] for a secret (a private key): the temporary file is *created* with mode
-/// 0600 (`O_CREAT` with that mode, so no umask can widen it), then renamed; the file is never
-/// readable by another user, not even while it is written.
+/// [`atomic_write`] for a secret (a private key, the ledger's mark): the temporary file is
+/// *created* with mode 0600 (`O_CREAT` with that mode, so no umask can widen it), then renamed;
+/// the file is never readable by another user, not even while it is written.
 pub fn atomic_write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_via_temp(path, bytes, Some(0o600), |_| {})
+    write_via_temp(path, bytes, PRIVATE_MODE, |_| {})
 }
+
+/// Mode of files [`atomic_write`] creates (less the umask).
+const PUBLIC_MODE: u32 = 0o644;
+/// Mode of files [`atomic_write_private`] creates.
+const PRIVATE_MODE: u32 = 0o600;
 
 /// Creates `dir` and its missing parents with mode 0700 (for folders of secrets and state).
 pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
@@ -43,12 +50,18 @@ pub fn readable_by_others(path: &Path) -> std::io::Result<bool> {
     }
 }
 
-/// Writes `bytes` to a temporary file beside `path` (created with `mode` when given), fsyncs
-/// it, calls `before_rename` with its path (a test hook), and renames it over `path`.
+/// Writes `bytes` to a temporary file beside `path` (created with `mode`), fsyncs it, calls
+/// `before_rename` with its path (a test hook), renames it over `path` and fsyncs the folder.
+///
+/// The temporary file is made by [`tempfile::Builder`]: a random name `.NAME.XXXXXX` created
+/// with `O_CREAT | O_EXCL`, which fails on any existing name — a symlink planted there included —
+/// so nobody who can write the folder can make us write through a link into another file. The
+/// rename replaces whatever is at `path` (a symlink there is replaced, never followed). On any
+/// failure the temporary file is removed.
 fn write_via_temp(
     path: &Path,
     bytes: &[u8],
-    mode: Option<u32>,
+    mode: u32,
     before_rename: impl FnOnce(&Path),
 ) -> std::io::Result<()> {
     let dir = path
@@ -59,28 +72,34 @@ fn write_via_temp(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        if let Some(mode) = mode {
-            use std::os::unix::fs::OpenOptionsExt;
-            let _ = std::fs::remove_file(&tmp);
-            options.create_new(true).mode(mode);
-        }
-        #[cfg(not(unix))]
-        let _ = mode;
-        let mut f = options.open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        before_rename(&tmp);
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(mode));
     }
-    result
+    #[cfg(not(unix))]
+    let _ = mode;
+    let mut tmp = builder.tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    before_rename(tmp.path());
+    tmp.persist(path).map_err(|e| e.error)?;
+    sync_dir(dir);
+    Ok(())
+}
+
+/// Flushes `dir`'s entries (the rename) to disk. Best effort: some file systems refuse to sync
+/// a folder, and the file's own bytes are on disk already.
+fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
 }
 
 /// Checks, before any work, that an output folder can be written: `dir` itself when it exists
@@ -124,6 +143,10 @@ pub fn check_writable_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
+#[path = "files_tests.rs"]
+mod symlink_tests;
+
+#[cfg(test)]
 mod tests {
     use std::path::Path;
 
@@ -150,8 +173,7 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).expect("meta").permissions().mode() & 0o777;
         assert_eq!(mode(key.parent().expect("parent")), 0o700);
         let mut seen = None;
-        super::write_via_temp(&key, b"secret", Some(0o600), |tmp| seen = Some(mode(tmp)))
-            .expect("write");
+        super::write_via_temp(&key, b"secret", 0o600, |tmp| seen = Some(mode(tmp))).expect("write");
         assert_eq!(seen, Some(0o600), "the temporary file is born 0600");
         assert_eq!(mode(&key), 0o600);
         assert!(!super::readable_by_others(&key).expect("mode"));

@@ -3,12 +3,14 @@
 //! - [`num`]: [`num::Num`], numbers in errors and the ledger without 300-digit decimals.
 //! - [`stats`]: mean ± sd and the Kolmogorov–Smirnov test of the noise tests.
 //! - [`files`]: [`files::atomic_write`], output that is never half-written (invariant 5).
+//! - [`private`]: [`private::check_state_dir`], state and keys only this process's user can change.
 //! - [`stop`]: [`stop::Stop`], cancellation and deadlines for long work.
 //! - [`text`]: [`text::clean`], text from peers capped and made safe for logs and reports.
 //! - [`time`]: timestamps of releases and reports.
 
 pub mod files;
 pub mod num;
+pub mod private;
 pub mod stats;
 pub mod stop;
 pub mod text;
