@@ -179,7 +179,11 @@ async fn concurrent_publishes_never_overspend() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = node_config(dir.path(), "org-d", 5.0, 1.0, true, 60);
     let node = NodeProcess::start(&config);
-    let c = client(&node).await;
+    let mut c = client(&node).await;
+    // One round trip first, so the client has the server's HTTP/2 settings (at most
+    // `max_streams_per_connection` streams at once) and queues the calls beyond them instead of
+    // opening streams the server must refuse (REFUSED_STREAM).
+    budget(&mut c).await;
     // 50 distinct specs of ε = 1 each against ε = 5, over gRPC, plus 5 local `publish` processes
     // writing to the same ledger at the same time.
     let mut tasks = Vec::new();
