@@ -68,15 +68,18 @@ node="$repo/target/release/dpagg-node"
 # The manifests' paths (/data, /state, /report) are container paths: flags point them here.
 cfg="$work/dpagg-node-config"
 fed="$work/sim/federation"   # what the Secrets hold (deploy/generate.py ran dpagg-node certs init)
+# generate.py gives the keys to the containers' user (65532); a node refuses an identity folder
+# another user could change, so the node run here, as this user, gets its own copy.
+cp -r "$fed/org-1" "$work/org-1-identity"
 "$node" publish --config "$cfg/node.toml" --organisation-id org-1 --data "$work/sim/shards/org-1.csv" \
-  --schema "$cfg/schema.toml" --state-dir "$work/state" --identity "$fed/org-1" --epsilon 1 --delta 0 --lambda 0.01
+  --schema "$cfg/schema.toml" --state-dir "$work/state" --identity "$work/org-1-identity" --epsilon 1 --delta 0 --lambda 0.01
 "$node" serve --config "$cfg/node.toml" --organisation-id org-1 --data "$work/sim/shards/org-1.csv" \
-  --schema "$cfg/schema.toml" --state-dir "$work/state" --identity "$fed/org-1" --listen 127.0.0.1:0 >"$work/serve.log" 2>&1 &
+  --schema "$cfg/schema.toml" --state-dir "$work/state" --identity "$work/org-1-identity" --listen 127.0.0.1:0 >"$work/serve.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 50); do grep -q 'listening on' "$work/serve.log" && break; sleep 0.1; done
 addr="$(sed -n 's/^dpagg-node listening on //p' "$work/serve.log")"
 [ -n "$addr" ] || { cat "$work/serve.log" >&2; echo "validate.sh: the node did not start" >&2; exit 1; }
-"$node" health --addr "$addr" --identity "$fed/org-1"   # the probe's command
+"$node" health --addr "$addr" --identity "$work/org-1-identity"   # the probe's command
 "$repo/target/release/dpagg-aggregator" run --config "$work/dpagg-aggregator-config/aggregator.toml" \
   --data "$work/sim/shards/aggregator.csv" --schema "$work/dpagg-aggregator-config/schema.toml" --test-file "$work/sim/shards/test.csv" --out "$work/report" \
   --identity "$fed/aggregator" --signing-keys "$fed/public-keys" --node "https://$addr" >"$work/run.log"
