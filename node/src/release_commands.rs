@@ -97,6 +97,7 @@ fn learner_json(r: &PublishedLearner, full: bool) -> Value {
         "dim": m.dim,
         "seeded": m.seeded,
         "proven": m.proven,
+        "proof": m.proof.name(),
         "schema_fingerprint": r.schema_fingerprint,
     });
     merge(&mut v, guarantee_json(m.guarantee));
@@ -208,7 +209,7 @@ fn ledger_releases(store: &Store, charges: usize, out: &mut Out) -> Result<()> {
         let g = r.metadata().guarantee;
         writeln!(
             out,
-            "  {}  {}  {:<26} ε = {:<6} δ = {:<8} λ = {:<6} {}{}{}",
+            "  {}  {}  {:<26} ε = {:<6} δ = {:<8} λ = {:<6} {}  proof: {}{}{}",
             r.release_id,
             rfc3339(r.created_unix_ms),
             r.metadata().mechanism,
@@ -216,6 +217,7 @@ fn ledger_releases(store: &Store, charges: usize, out: &mut Out) -> Result<()> {
             Num(g.delta).to_string(),
             r.spec.l2.to_string(),
             g.relation,
+            r.metadata().proof,
             if r.metadata().seeded { "  SEEDED" } else { "" },
             if r.spec.map.is_some() {
                 format!("  under an agreed map ({} columns)", r.metadata().dim)

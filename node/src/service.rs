@@ -20,7 +20,7 @@ use dpagg_proto::signature::SigningKey;
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::organisation_node_server::OrganisationNode;
 use dpagg_shared::privacy::data_release::DataSpec;
-use dpagg_shared::privacy::mechanism::LearnerSpec;
+use dpagg_shared::privacy::mechanism::{LearnerSpec, MechanismKind};
 use dpagg_shared::privacy::release::PublishedLearner;
 use dpagg_shared::util::text::{MAX_TEXT, clean};
 use prost::Message;
@@ -174,6 +174,12 @@ impl NodeService {
                     organisation_id: node.organisation_id.clone(),
                     schema_toml: node.schema_toml.clone(),
                     schema_fingerprint: node.fingerprint.clone(),
+                    mechanism_proofs: node
+                        .mechanisms()
+                        .iter()
+                        .filter_map(|m| MechanismKind::from_name(m))
+                        .map(|k| (k.name().to_owned(), k.proof().name().to_owned()))
+                        .collect(),
                     mechanisms: node.mechanisms(),
                     budget: Some(convert::budget(
                         &budget_policy(&b.policy),

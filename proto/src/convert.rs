@@ -15,7 +15,9 @@ use crate::v1 as pb;
 use dpagg_shared::LinearClassifier;
 use dpagg_shared::privacy::accounting::admission::BudgetPolicy;
 use dpagg_shared::privacy::accounting::ledger::{Composition, RelationSpend};
-use dpagg_shared::privacy::guarantee::{Assumptions, NeighbourRelation, PrivacyGuarantee};
+use dpagg_shared::privacy::guarantee::{
+    Assumptions, NeighbourRelation, PrivacyGuarantee, ProofCoverage,
+};
 use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};
 use dpagg_shared::privacy::release::{PublishedLearner, Release, ReleaseMetadata};
 use dpagg_shared::util::num::Num;
@@ -182,6 +184,7 @@ impl From<&PublishedLearner> for pb::PrivateLearner {
                 dim: m.dim as u32,
                 spec: Some((&p.spec).into()),
                 proven: Some(m.proven),
+                proof: Some(m.proof.name().to_owned()),
             }),
             // The node signs when it serves (dpagg_proto::signature).
             signature: None,
@@ -205,6 +208,17 @@ impl TryFrom<pb::PrivateLearner> for PublishedLearner {
             value: m.n.to_string(),
             requirement: "must fit this machine's memory",
         })?;
+        let proven = m.proven.unwrap_or(legacy != Some(0.0));
+        let proof = match m.proof.as_deref() {
+            None => ProofCoverage::of_legacy(proven),
+            Some(p) => ProofCoverage::parse(p)
+                .filter(|p| p.is_proven() == proven)
+                .ok_or_else(|| WireError::Invalid {
+                    field: "metadata.proof",
+                    value: format!("{:?}", p.chars().take(32).collect::<String>()),
+                    requirement: "must be noise-as-sampled or real-arithmetic when proven, none when not",
+                })?,
+        };
         let metadata = ReleaseMetadata {
             mechanism: m.mechanism,
             reference: m.reference,
@@ -222,7 +236,8 @@ impl TryFrom<pb::PrivateLearner> for PublishedLearner {
             n,
             dim: m.dim as usize,
             seeded: m.seeded,
-            proven: m.proven.unwrap_or(legacy != Some(0.0)),
+            proven,
+            proof,
         };
         Ok(Self {
             release_id: m.release_id,
@@ -291,6 +306,7 @@ mod tests {
                     dim: 2,
                     seeded: false,
                     proven,
+                    proof: ProofCoverage::of_legacy(proven),
                 },
             },
         }
@@ -312,11 +328,34 @@ mod tests {
         }
     }
 
+    /// The proof label travels; an older node's release (no label) reads as `real-arithmetic`
+    /// when proven, and a label that contradicts `proven` is refused.
+    #[test]
+    fn the_proof_label_round_trips_defaults_for_old_nodes_and_must_agree_with_proven() {
+        let mut p = published(true);
+        p.release.metadata.proof = ProofCoverage::NoiseAsSampled;
+        let wire = pb::PrivateLearner::from(&p);
+        let m = wire.metadata.as_ref().expect("metadata");
+        assert_eq!(m.proof.as_deref(), Some("noise-as-sampled"));
+        assert_eq!(PublishedLearner::try_from(wire.clone()), Ok(p.clone()));
+        let mut old = wire.clone();
+        old.metadata.as_mut().expect("metadata").proof = None;
+        let read = PublishedLearner::try_from(old).expect("an old release reads");
+        assert_eq!(read.metadata().proof, ProofCoverage::RealArithmetic);
+        for bad in ["none", "exact", ""] {
+            let mut l = wire.clone();
+            l.metadata.as_mut().expect("metadata").proof = Some(bad.into());
+            let e = PublishedLearner::try_from(l).expect_err(bad).to_string();
+            assert!(e.contains("metadata.proof"), "{e}");
+        }
+    }
+
     #[test]
     fn messages_of_older_nodes_are_read_from_the_legacy_parameter() {
         let mut wire = pb::PrivateLearner::from(&published(true));
         let m = wire.metadata.as_mut().expect("metadata");
         m.proven = None;
+        m.proof = None;
         assert!(
             PublishedLearner::try_from(wire.clone())
                 .expect("valid")
@@ -327,6 +366,7 @@ mod tests {
         m.parameters.insert("proven".into(), 0.0);
         let read = PublishedLearner::try_from(wire).expect("valid");
         assert!(!read.metadata().proven);
+        assert_eq!(read.metadata().proof, ProofCoverage::None);
         assert!(!read.metadata().parameters.contains_key("proven"));
     }
 

@@ -118,6 +118,10 @@ pub fn canonical_release(
         Some(false) => 1,
         Some(true) => 2,
     });
+    if let Some(proof) = &m.proof {
+        w.0.push(1);
+        w.str(proof);
+    }
     Ok(w.0)
 }
 

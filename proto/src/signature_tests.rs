@@ -202,3 +202,27 @@ fn bad_key_files_are_one_line_errors() {
     let e = SigningKey::from_pkcs8(b"nonsense", "k.pem").expect_err("bad");
     assert!(!e.to_string().contains('\n'));
 }
+
+/// The proof label is signed when present, and a release without it (from a node older than the
+/// label) keeps the encoding, and so the signature, it always had.
+#[test]
+fn the_proof_label_is_signed_and_its_absence_keeps_the_old_encoding() {
+    let (key, der) = SigningKey::generate().expect("key");
+    let _ = der;
+    let public = VerifyingKey::from_hex(&hex(key.public_key()), "test").expect("hex");
+    let old = learner();
+    let mut labelled = learner();
+    labelled.metadata.as_mut().expect("metadata").proof = Some("real-arithmetic".into());
+    let a = canonical_release("org-1", &old).expect("encodes");
+    let b = canonical_release("org-1", &labelled).expect("encodes");
+    assert_eq!(&b[..a.len()], &a[..], "the label is appended");
+    assert_eq!(b.len(), a.len() + 1 + 8 + "real-arithmetic".len());
+    let mut l = labelled.clone();
+    l.signature = Some(key.sign("org-1", &l).expect("sign"));
+    public.verify("org-1", &l).expect("verifies");
+    l.metadata.as_mut().expect("metadata").proof = Some("noise-as-sampled".into());
+    assert!(
+        public.verify("org-1", &l).is_err(),
+        "a changed label breaks the signature"
+    );
+}

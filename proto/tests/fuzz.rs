@@ -156,6 +156,12 @@ fn metadata() -> impl Strategy<Value = pb::ReleaseMetadata> {
         any::<bool>(),
         proptest::option::of(spec()),
         proptest::option::of(any::<bool>()),
+        proptest::option::of(prop_oneof![
+            Just("noise-as-sampled".to_owned()),
+            Just("real-arithmetic".to_owned()),
+            Just("none".to_owned()),
+            text()
+        ]),
     );
     (numbers, texts, rest).prop_map(
         |(
@@ -167,7 +173,7 @@ fn metadata() -> impl Strategy<Value = pb::ReleaseMetadata> {
                 (epsilon, delta, norm, gradient, hessian),
             ),
             (release_id, created_at, mechanism, reference, schema_fingerprint),
-            (parameters, seeded, spec, proven),
+            (parameters, seeded, spec, proven, proof),
         )| pb::ReleaseMetadata {
             release_id,
             created_unix_ms,
@@ -187,6 +193,7 @@ fn metadata() -> impl Strategy<Value = pb::ReleaseMetadata> {
             dim,
             spec,
             proven,
+            proof,
         },
     )
 }

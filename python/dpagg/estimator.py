@@ -51,7 +51,8 @@ class Guarantee(NamedTuple):
 
 def mechanisms() -> List[Dict[str, Any]]:
     """The registered learners a dpagg node offers: ``name``, ``summary`` (guarantee, neighbour
-    relation, paper), ``proven`` and ``options`` (name, default, meaning)."""
+    relation, paper), ``proven``, ``proof`` (what the proof covers: ``noise-as-sampled``,
+    ``real-arithmetic`` or ``none``) and ``options`` (name, default, meaning)."""
     return _native.mechanisms()
 
 

@@ -37,7 +37,8 @@ fn spec(
     Ok((spec, built))
 }
 
-/// The registered mechanisms a node offers: name, one-line summary, whether proven, options.
+/// The registered mechanisms a node offers: name, one-line summary, whether proven, what the
+/// proof covers (`noise-as-sampled`, `real-arithmetic`, `none`), options.
 #[pyfunction]
 pub fn mechanisms(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
     MechanismKind::all()
@@ -47,7 +48,8 @@ pub fn mechanisms(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
             let d = PyDict::new(py);
             d.set_item("name", r.name)?;
             d.set_item("summary", r.summary)?;
-            d.set_item("proven", r.proven)?;
+            d.set_item("proven", r.proof.is_proven())?;
+            d.set_item("proof", r.proof.name())?;
             let options: Vec<(&str, f64, &str)> = r
                 .options
                 .iter()

@@ -141,6 +141,7 @@ def test_every_offered_mechanism_fits(root):
                 continue
             m.fit(X, y)
         assert m.metadata_["proven"] == info["proven"], name
+        assert m.metadata_["proof"] == info["proof"], name
         assert m.metadata_["guarantee"]["epsilon"] <= 1.0 * (1 + 1e-12), name
         assert np.isfinite(m.coef_).all() and m.score(X, y) > 0.6, name
 

@@ -6,7 +6,8 @@ Describe the node, fetch its newest learner (trained under an agreed map) and on
 (without), check their Ed25519 signatures by re-encoding each release exactly as the proto
 documents (message ReleaseSignature) and verifying it with the organisation's
 public key, check the learner against the same acceptance rules the Rust aggregator applies
-(dimension, finite weights, guarantee within a policy, schema fingerprint, not seeded, proven), and
+(dimension, finite weights, guarantee within a policy, schema fingerprint, not seeded, proven, a
+proof label it accepts and the one Describe gives the mechanism), and
 check that an unknown spec gets a typed NOT_FOUND. It exits non-zero, with one line on stderr, if
 anything is off.
 
@@ -113,6 +114,9 @@ def canonical_release(organisation_id: str, learner) -> bytes:
     else:
         out.append(0)
     out.append(0 if not m.HasField("proven") else (2 if m.proven else 1))
+    if m.HasField("proof"):
+        out.append(1)
+        text(m.proof)
     return bytes(out)
 
 
@@ -247,6 +251,10 @@ def main() -> None:
         fail("seeded release: no privacy")
     if m.parameters.get("proven", 1.0) == 0.0:
         fail("unproven guarantee")
+    if m.proof not in ("noise-as-sampled", "real-arithmetic"):
+        fail(f"proof label {m.proof!r}: this client accepts noise-as-sampled and real-arithmetic")
+    if described.mechanism_proofs.get(m.spec.mechanism) != m.proof:
+        fail("the release's proof label differs from the one Describe gives its mechanism")
     if m.neighbour_relation == node_pb2.NEIGHBOUR_RELATION_UNSPECIFIED:
         fail("no neighbour relation")
     body = check_data_signature(described.organisation_id, data, public_hex)

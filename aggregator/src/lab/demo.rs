@@ -506,6 +506,7 @@ fn aggregator_config(
             schema_must_match: true,
             allow_seeded: false,
             allow_unproven: args.allow_unproven,
+            require_noise_as_sampled: false,
             min_learners: 1,
         },
         network: Network {

@@ -29,6 +29,7 @@
 //! schema_must_match = true
 //! allow_seeded = false                  # seeded releases have no privacy: refuse them
 //! allow_unproven = false                # releases whose guarantee is not proven (e.g. a cheap sampler)
+//! require_noise_as_sampled = false      # true: only releases whose proof covers the noise as sampled
 //! min_learners = 1                      # fail if fewer valid learners remain
 //!
 //! connect_timeout_ms = 3000             # to connect and finish the TLS handshake
@@ -174,6 +175,9 @@ pub struct Settings {
     /// Accept releases whose guarantee is not proven.
     #[arg(long, env = "DPAGG_AGG_ALLOW_UNPROVEN", num_args = 0..=1, default_missing_value = "true", default_value = "false")]
     pub allow_unproven: Option<bool>,
+    /// Accept only releases whose proof covers the noise as sampled (refuse `real-arithmetic`).
+    #[arg(long, env = "DPAGG_AGG_REQUIRE_NOISE_AS_SAMPLED", num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    pub require_noise_as_sampled: Option<bool>,
     /// Fail unless at least this many nodes give a valid learner.
     #[arg(
         long,
@@ -535,6 +539,11 @@ fn acceptance(l: &mut Given<'_>) -> Result<Acceptance, ConfigError> {
         allow_seeded: l.require("allow_seeded", |s| s.allow_seeded.take())?.value,
         allow_unproven: l
             .require("allow_unproven", |s| s.allow_unproven.take())?
+            .value,
+        require_noise_as_sampled: l
+            .require("require_noise_as_sampled", |s| {
+                s.require_noise_as_sampled.take()
+            })?
             .value,
         min_learners: l
             .require("min_learners", |s| s.min_learners.take())?

@@ -256,9 +256,10 @@ fn near_valid_file() -> impl Strategy<Value = String> {
         rare("schema_must_match", boolean()),
         rare("allow_seeded", boolean()),
         rare("allow_unproven", boolean()),
+        rare("require_noise_as_sampled", boolean()),
         key("min_learners", integer(5)),
     )
-        .prop_map(|(a, b, c, d, e, f)| [a, b, c, d, e, f].concat());
+        .prop_map(|(a, b, c, d, e, f, g)| [a, b, c, d, e, f, g].concat());
     let network = (
         key("timeout_ms", integer(100_000)),
         key("retries", integer(10)),

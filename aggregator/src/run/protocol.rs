@@ -260,6 +260,7 @@ pub async fn execute(config: &RunConfig) -> Result<Report> {
         test_rows: own.test.len(),
         included: accepted.len(),
         excluded: outcomes.len() - accepted.len(),
+        accepted_proofs: config.accept.accepted_proofs(),
         candidate_accuracies: Accuracies::measure(Candidate::all(), accuracy, own_weight),
         final_model: FinalView::new(&fin, &own.test),
         comparator_accuracies: Accuracies::measure(Candidate::comparators(), accuracy, own_weight),

@@ -11,7 +11,7 @@ use crate::run::fetch::{MAX_TEXT, clean};
 use dpagg_proto::convert::WireError;
 use dpagg_proto::v1 as pb;
 use dpagg_shared::data::schema::Schema;
-use dpagg_shared::privacy::guarantee::NeighbourRelation;
+use dpagg_shared::privacy::guarantee::{NeighbourRelation, ProofCoverage};
 use dpagg_shared::privacy::release::PublishedLearner;
 
 /// Why a learner is refused.
@@ -105,6 +105,14 @@ pub enum Violation {
         "unproven guarantee: the release says its guarantee is not proven (allow_unproven is off)"
     )]
     Unproven,
+    /// Its proof does not cover the noise as sampled, and the policy requires one that does.
+    #[error(
+        "proof covers {proof}: require_noise_as_sampled is on (this policy accepts only releases whose proof covers the noise as sampled)"
+    )]
+    ProofBelowPolicy {
+        /// What the release's proof covers.
+        proof: ProofCoverage,
+    },
     /// The proof assumed a larger row norm than the schema guarantees.
     #[error("norm assumption {bound} differs from the unit ball the schema guarantees")]
     NormAssumption {
@@ -138,6 +146,7 @@ impl Violation {
             Self::SchemaMismatch { .. } => "schema_mismatch",
             Self::Seeded => "seeded",
             Self::Unproven => "unproven",
+            Self::ProofBelowPolicy { .. } => "proof_below_policy",
             Self::NormAssumption { .. } => "norm_assumption",
             Self::NoRelation => "no_relation",
             Self::SpecMismatch { .. } => "spec_mismatch",
@@ -346,6 +355,9 @@ fn check_provenance(
     if !m.proven && !cx.accept.allow_unproven {
         return Err(Violation::Unproven);
     }
+    if m.proof != ProofCoverage::NoiseAsSampled && cx.accept.require_noise_as_sampled {
+        return Err(Violation::ProofBelowPolicy { proof: m.proof });
+    }
     let bound = m.assumptions.max_row_norm;
     if !(bound > 0.0 && bound <= 1.0) {
         return Err(Violation::NormAssumption { bound });
@@ -389,6 +401,7 @@ mod tests {
             schema_must_match: true,
             allow_seeded: false,
             allow_unproven: false,
+            require_noise_as_sampled: false,
             min_learners: 1,
         }
     }
@@ -492,11 +505,41 @@ mod tests {
                 "malformed",
             ),
             (with(|l| meta(l).proven = Some(false)), "unproven"),
+            (with(|l| meta(l).proof = Some("exact".into())), "malformed"),
         ];
         for (learner, code) in cases {
             let got = check(&learner).expect_err(code);
             assert_eq!(got.code(), code, "{got}");
         }
+    }
+
+    /// By default a proof of real arithmetic is accepted (an older node's release reads as one);
+    /// `require_noise_as_sampled` refuses it and keeps releases whose noise the proof covers.
+    #[test]
+    fn require_noise_as_sampled_refuses_a_proof_of_real_arithmetic_only() {
+        let r = request();
+        let strict = |l: &pb::PrivateLearner| {
+            let accept = Acceptance {
+                require_noise_as_sampled: true,
+                ..accept()
+            };
+            let cx = Context {
+                dim: 3,
+                fingerprint: FP,
+                public_fingerprint: FP,
+                public_schema: None,
+                accept,
+                request: &r,
+            };
+            validate(l, FP, &cx).map(|_| ()).map_err(|v| v.code())
+        };
+        let real = with(|l| meta(l).proof = Some("real-arithmetic".into()));
+        let sampled = with(|l| meta(l).proof = Some("noise-as-sampled".into()));
+        assert_eq!(check(&real), Ok(()));
+        assert_eq!(check(&good()), Ok(()), "no label: an older node's release");
+        assert_eq!(strict(&real), Err("proof_below_policy"));
+        assert_eq!(strict(&good()), Err("proof_below_policy"));
+        assert_eq!(strict(&sampled), Ok(()));
     }
 
     #[test]

@@ -40,6 +40,7 @@ fn release(guarantee: PrivacyGuarantee) -> Release {
             dim: 2,
             seeded: true,
             proven: true,
+            proof: dpagg_shared::privacy::guarantee::ProofCoverage::RealArithmetic,
         },
     }
 }

@@ -76,6 +76,65 @@ impl PrivacyGuarantee {
     }
 }
 
+/// What a release's privacy proof covers, from strongest to weakest. Every release carries one
+/// ([`crate::privacy::release::ReleaseMetadata::proof`]); an aggregator accepts the first two by
+/// default and can be told to accept only the first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProofCoverage {
+    /// The proof covers the noise as sampled: exact samplers over integers and rationals, or
+    /// noise snapped to a public grid as Mironov (2012) prescribes, so the guarantee holds for
+    /// the floating-point numbers that run.
+    NoiseAsSampled,
+    /// The proof covers the algorithm in real arithmetic; the noise is drawn in f64 and no proof
+    /// covers its floating-point samples (Mironov 2012 shows such samples can leak).
+    RealArithmetic,
+    /// No proof covers the stated guarantee for the algorithm as run (an approximate sampler
+    /// without a convergence bound).
+    None,
+}
+
+impl ProofCoverage {
+    /// Every label, strongest first.
+    pub const ALL: [ProofCoverage; 3] = [Self::NoiseAsSampled, Self::RealArithmetic, Self::None];
+
+    /// The label on the wire, in files and in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::NoiseAsSampled => "noise-as-sampled",
+            Self::RealArithmetic => "real-arithmetic",
+            Self::None => "none",
+        }
+    }
+
+    /// The label named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The label of a release recorded before labels existed: `real-arithmetic` when it was
+    /// proven (the weaker of the two proven labels: nothing then said its noise was covered),
+    /// `none` otherwise.
+    pub fn of_legacy(proven: bool) -> Self {
+        if proven {
+            Self::RealArithmetic
+        } else {
+            Self::None
+        }
+    }
+
+    /// Whether a proof covers the stated guarantee at all (`proven` in release metadata).
+    pub fn is_proven(self) -> bool {
+        self != Self::None
+    }
+}
+
+impl std::fmt::Display for ProofCoverage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What the privacy proof of a mechanism assumes about data and loss.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Assumptions {

@@ -4,7 +4,7 @@
 //! These are the domain types; `dpagg_proto::convert` is the one place that turns them into
 //! protobuf messages and back.
 
-use super::guarantee::{Assumptions, PrivacyGuarantee};
+use super::guarantee::{Assumptions, PrivacyGuarantee, ProofCoverage};
 use super::mechanism::LearnerSpec;
 use crate::learn::classifier::LinearClassifier;
 use serde::{Deserialize, Serialize};
@@ -36,6 +36,9 @@ pub struct ReleaseMetadata {
     /// False when the stated guarantee is not proven for the algorithm as run (e.g. an
     /// approximate sampler with no convergence bound); clients that need a proof refuse it.
     pub proven: bool,
+    /// What the proof covers: the noise as sampled, real arithmetic only, or nothing
+    /// (`none` exactly when `proven` is false).
+    pub proof: ProofCoverage,
 }
 
 /// [`ReleaseMetadata`] as stored by earlier versions, which had no `proven` field and recorded
@@ -51,12 +54,14 @@ struct StoredMetadata {
     dim: usize,
     seeded: bool,
     proven: Option<bool>,
+    proof: Option<ProofCoverage>,
 }
 
 impl From<StoredMetadata> for ReleaseMetadata {
     fn from(s: StoredMetadata) -> Self {
         let mut parameters = s.parameters;
         let legacy = parameters.remove("proven");
+        let proven = s.proven.unwrap_or(legacy != Some(0.0));
         Self {
             mechanism: s.mechanism,
             reference: s.reference,
@@ -66,7 +71,8 @@ impl From<StoredMetadata> for ReleaseMetadata {
             n: s.n,
             dim: s.dim,
             seeded: s.seeded,
-            proven: s.proven.unwrap_or(legacy != Some(0.0)),
+            proven,
+            proof: s.proof.unwrap_or(ProofCoverage::of_legacy(proven)),
         }
     }
 }

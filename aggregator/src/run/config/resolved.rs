@@ -2,6 +2,7 @@
 //! of the layered settings once every value is checked.
 
 use crate::run::synthetic::SyntheticRequest;
+use dpagg_shared::privacy::guarantee::ProofCoverage;
 use dpagg_shared::privacy::mechanism::LearnerSpec;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,8 +34,26 @@ pub struct Acceptance {
     pub allow_seeded: bool,
     /// Accept releases whose guarantee is not proven.
     pub allow_unproven: bool,
+    /// Accept only releases whose proof covers the noise as sampled.
+    pub require_noise_as_sampled: bool,
     /// Fewest valid learners for a run to succeed.
     pub min_learners: usize,
+}
+
+impl Acceptance {
+    /// The proof labels this policy accepts, strongest first: `noise-as-sampled` always,
+    /// `real-arithmetic` unless `require_noise_as_sampled`, `none` only with `allow_unproven`.
+    pub fn accepted_proofs(&self) -> Vec<&'static str> {
+        ProofCoverage::ALL
+            .into_iter()
+            .filter(|p| match p {
+                ProofCoverage::NoiseAsSampled => true,
+                ProofCoverage::RealArithmetic => !self.require_noise_as_sampled,
+                ProofCoverage::None => self.allow_unproven && !self.require_noise_as_sampled,
+            })
+            .map(ProofCoverage::name)
+            .collect()
+    }
 }
 
 /// How nodes are contacted.

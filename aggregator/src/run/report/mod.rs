@@ -62,6 +62,9 @@ pub struct NodeReport {
     pub delta: Option<f64>,
     /// Its neighbour relation.
     pub neighbour_relation: Option<String>,
+    /// What its privacy proof covers (`noise-as-sampled`, `real-arithmetic`; `none` only
+    /// when the policy allows unproven releases).
+    pub proof: Option<&'static str>,
     /// Accuracy of the learner alone on the aggregator's test split.
     pub accuracy: Option<f64>,
     /// Whether that accuracy is no better than always answering the more common label there
@@ -97,6 +100,7 @@ impl NodeReport {
             epsilon: None,
             delta: None,
             neighbour_relation: None,
+            proof: None,
             accuracy: None,
             no_better_than_majority: None,
             mixing_weight: None,
@@ -127,6 +131,7 @@ impl NodeReport {
         self.epsilon = Some(m.guarantee.epsilon);
         self.delta = Some(m.guarantee.delta);
         self.neighbour_relation = Some(m.guarantee.relation.to_string());
+        self.proof = Some(m.proof.name());
         self.accuracy = Some(learner.classifier().accuracy(test));
     }
 }
@@ -154,6 +159,9 @@ pub struct Report {
     pub included: usize,
     /// Nodes excluded.
     pub excluded: usize,
+    /// The proof labels the acceptance policy accepted (`noise-as-sampled`, `real-arithmetic`,
+    /// and `none` with `allow_unproven`): what "proven" meant for this run.
+    pub accepted_proofs: Vec<&'static str>,
     /// The test accuracies of the selectable combiners that declare a `report.json` key (the
     /// local baseline — the aggregator's non-private learner, λ tuned by cross-validation on its
     /// own training rows: what it has without joining —, mirror averaging of the included

@@ -15,6 +15,7 @@ fn fixture() -> Report {
         test_rows: 5,
         included: 1,
         excluded: 0,
+        accepted_proofs: vec!["noise-as-sampled", "real-arithmetic"],
         candidate_accuracies: Accuracies::measure(
             Candidate::all(),
             |c| {
@@ -53,6 +54,7 @@ fn fixture() -> Report {
             epsilon: Some(1.0),
             delta: Some(0.0),
             neighbour_relation: Some("replace-one".into()),
+            proof: Some("real-arithmetic"),
             accuracy: Some(0.7),
             no_better_than_majority: None,
             mixing_weight: Some(1.0),

@@ -34,11 +34,12 @@ impl Report {
         let _ = writeln!(s, "{}", self.first_line());
         let _ = writeln!(
             s,
-            "asked for: {}; {} included, {} excluded; β = {}",
+            "asked for: {}; {} included, {} excluded; β = {}; proofs accepted: {}",
             self.request,
             self.included,
             self.excluded,
-            super::chart::significant(self.beta, 3)
+            super::chart::significant(self.beta, 3),
+            self.accepted_proofs.join(", ")
         );
         let _ = writeln!(
             s,

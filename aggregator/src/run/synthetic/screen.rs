@@ -172,6 +172,7 @@ mod tests {
             schema_must_match: true,
             allow_seeded: false,
             allow_unproven: false,
+            require_noise_as_sampled: false,
             min_learners: 1,
         }
     }

@@ -83,7 +83,7 @@ pub const REGISTERED: &[Registration] = &[Registration {
             help: "η of the cosine-decayed step size η_t",
         },
     ],
-    proven: true,
+    proof: crate::privacy::guarantee::ProofCoverage::RealArithmetic,
     node_replacement: None,
     build: |r| {
         Ok(Box::new(DpSgd::new(

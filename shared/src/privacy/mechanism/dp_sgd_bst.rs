@@ -59,7 +59,7 @@ pub const REGISTERED: &[Registration] = &[Registration {
     summary: "(ε, δ)-DP, Bassily–Smith–Thakurta 2014 (Minami et al. 2015, Alg. 2): n² noisy single-record \
               steps; replace-one; delta > 0; refused above 10⁸ steps",
     options: &[],
-    proven: true,
+    proof: crate::privacy::guarantee::ProofCoverage::RealArithmetic,
     node_replacement: None,
     build: |r| Ok(Box::new(BstDpSgd::new(r.epsilon, r.delta, r.fixed_lambda())?)),
 }];

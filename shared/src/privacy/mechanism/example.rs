@@ -25,7 +25,7 @@ pub const REGISTERED: &[Registration] = &[Registration {
         range: OptionType::POSITIVE,
         help: "the first coefficient of θ",
     }],
-    proven: true,
+    proof: crate::privacy::guarantee::ProofCoverage::RealArithmetic,
     node_replacement: None,
     build: |r| {
         let scale = r.real("scale");

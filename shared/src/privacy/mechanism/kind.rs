@@ -17,6 +17,7 @@
 
 use super::lambda::{AutoRule, Lambda};
 use super::{Mechanism, MechanismError};
+use crate::privacy::guarantee::ProofCoverage;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -130,8 +131,9 @@ pub struct Registration {
     pub summary: &'static str,
     /// The options it takes.
     pub options: &'static [OptionSpec],
-    /// Whether its releases carry a proven guarantee (nodes refuse unproven ones by default).
-    pub proven: bool,
+    /// What the proof of its releases covers (nodes refuse `none` by default; aggregators
+    /// accept `noise-as-sampled` and `real-arithmetic` by default).
+    pub proof: ProofCoverage,
     /// For a mechanism kept only for the lab's reproductions, the name of the mechanism nodes
     /// release instead (the same algorithm made safe); `None` for those nodes offer.
     pub node_replacement: Option<&'static str>,
@@ -275,7 +277,12 @@ impl MechanismKind {
 
     /// Whether its releases carry a proven guarantee.
     pub fn is_proven(self) -> bool {
-        self.0.proven
+        self.0.proof.is_proven()
+    }
+
+    /// What the proof of its releases covers.
+    pub fn proof(self) -> ProofCoverage {
+        self.0.proof
     }
 
     /// For a kind nodes do not offer, the kind they release instead (the same algorithm made
@@ -420,6 +427,27 @@ mod tests {
                 "langevin",
             ]
         );
+    }
+
+    /// A registration's proof label is the one its releases carry, and only snapped noise is
+    /// labelled as covered when sampled.
+    #[test]
+    fn every_registered_proof_label_is_the_built_mechanisms() {
+        for kind in MechanismKind::all() {
+            let delta = if kind.name().starts_with("output") {
+                0.0
+            } else {
+                1e-5
+            };
+            let m = kind.build(0.5, delta, 0.1).expect("builds at defaults");
+            assert_eq!(m.proof(), kind.proof(), "{}", kind.name());
+            assert_eq!(m.is_proven(), kind.is_proven(), "{}", kind.name());
+        }
+        let sampled: Vec<&str> = MechanismKind::all()
+            .filter(|k| k.proof() == ProofCoverage::NoiseAsSampled)
+            .map(MechanismKind::name)
+            .collect();
+        assert_eq!(sampled, ["output-perturbation"]);
     }
 
     /// Every declared option range is what the mechanism enforces: its default builds, and a

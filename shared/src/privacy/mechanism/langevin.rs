@@ -100,7 +100,7 @@ pub const REGISTERED: &[Registration] = &[Registration {
             help: "steps K: the smallest with c^K ≤ tolerance (c = 1 − ηλ; capped at 10^6), in (0, 1); the guarantee holds for every K",
         },
     ],
-    proven: true,
+    proof: crate::privacy::guarantee::ProofCoverage::RealArithmetic,
     node_replacement: None,
     build: |r| {
         Ok(Box::new(Langevin::new(

@@ -90,7 +90,7 @@ use crate::data::dataset::Dataset;
 use crate::learn::classifier::LinearClassifier;
 use crate::learn::solver::SolverError;
 use crate::privacy::accounting::{AccountingError, RdpCurve};
-use crate::privacy::guarantee::{Assumptions, LOGISTIC_UNIT_BALL, PrivacyGuarantee};
+use crate::privacy::guarantee::{Assumptions, LOGISTIC_UNIT_BALL, PrivacyGuarantee, ProofCoverage};
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::release::{Parameters, Release, ReleaseMetadata};
 use crate::util::num::Num;
@@ -215,6 +215,12 @@ pub trait Mechanism: Send + Sync {
     fn is_proven(&self) -> bool {
         true
     }
+    /// What the proof covers ([`ProofCoverage`]): by default `real-arithmetic` when proven (the
+    /// noise is drawn in f64) and `none` otherwise; a mechanism whose noise is exact or snapped
+    /// says `noise-as-sampled`. Must agree with its registration's `proof`.
+    fn proof(&self) -> ProofCoverage {
+        ProofCoverage::of_legacy(self.is_proven())
+    }
     /// The Rényi-DP curve of a release, when the mechanism is analysed in RDP (known before
     /// seeing data, like [`Mechanism::guarantee`]), so that a ledger can compose releases more
     /// tightly than by adding (ε, δ). `None` for mechanisms analysed only in (ε, δ).
@@ -268,6 +274,7 @@ pub trait Mechanism: Send + Sync {
             dim: data.dim(),
             seeded: noise.is_seeded(),
             proven: self.is_proven(),
+            proof: self.proof(),
         };
         Ok(Release {
             classifier: LinearClassifier::new(coefficients),

@@ -84,7 +84,7 @@ pub const REGISTERED: &[Registration] = &[Registration {
         range: OptionType::open_closed(0.0, 0.5),
         help: "share of ε spent on the snapped output noise that covers the solver's inexact minimiser, in (0, 0.5]",
     }],
-    proven: true,
+    proof: crate::privacy::guarantee::ProofCoverage::RealArithmetic,
     node_replacement: None,
     build: |r| {
         let fraction = r.real("output_fraction");

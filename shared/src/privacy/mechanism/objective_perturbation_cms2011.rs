@@ -51,7 +51,7 @@ pub const REGISTERED: &[Registration] = &[Registration {
     summary: "the published algorithms, for reproductions: ε-DP when δ = 0 (CMS 2011 Alg. 2), \
               (ε, δ)-DP otherwise (Minami et al. 2015, Alg. 1, Δ = 2λ_max/ε); replace-one",
     options: &[],
-    proven: true,
+    proof: crate::privacy::guarantee::ProofCoverage::RealArithmetic,
     node_replacement: None,
     build: |r| {
         Ok(if r.delta == 0.0 {

@@ -78,7 +78,7 @@ pub const REGISTERED: &[Registration] = &[Registration {
     name: NAME,
     summary: "ε-DP, CMS 2011 Alg. 1, snapped (Mironov 2012); delta 0; replace-one",
     options: &[],
-    proven: true,
+    proof: crate::privacy::guarantee::ProofCoverage::NoiseAsSampled,
     node_replacement: None,
     build: |r| {
         r.require_pure()?;
@@ -186,6 +186,12 @@ impl Mechanism for OutputPerturbation {
 
     fn guarantee(&self) -> PrivacyGuarantee {
         PrivacyGuarantee::replace_one(self.epsilon, 0.0)
+    }
+
+    /// The Laplace noise is snapped (Mironov 2012, Theorem 1 covers the floating-point samples)
+    /// and the proof covers the solver's inexact minimiser.
+    fn proof(&self) -> crate::privacy::guarantee::ProofCoverage {
+        crate::privacy::guarantee::ProofCoverage::NoiseAsSampled
     }
 
     fn sample(

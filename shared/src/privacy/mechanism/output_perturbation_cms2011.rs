@@ -54,7 +54,7 @@ pub const REGISTERED: &[Registration] = &[Registration {
     summary: "ε-DP for real arithmetic, CMS 2011 Alg. 1 as published (f64 Gamma-ball noise, \
               exposed to Mironov 2012), for the lab's reproductions only; delta 0; replace-one",
     options: &[],
-    proven: true,
+    proof: crate::privacy::guarantee::ProofCoverage::RealArithmetic,
     node_replacement: Some(super::output_perturbation::NAME),
     build: |r| {
         r.require_pure()?;

@@ -134,7 +134,7 @@ pub const REGISTERED: &[Registration] = &[
                 help: "refuse to release when Proposition 13 needs more Langevin steps than this",
             },
         ],
-        proven: true,
+        proof: crate::privacy::guarantee::ProofCoverage::RealArithmetic,
         node_replacement: None,
         build: |r| {
             let sampler = GibbsSampler::Proven {
@@ -163,7 +163,7 @@ pub const REGISTERED: &[Registration] = &[
                 help: "step size h = step_scale / M, in (0, 1]",
             },
         ],
-        proven: false,
+        proof: crate::privacy::guarantee::ProofCoverage::None,
         node_replacement: None,
         build: |r| {
             let sampler = GibbsSampler::Unproven {
