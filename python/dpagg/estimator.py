@@ -148,22 +148,29 @@ class LogisticRegression(ClassifierMixin, BaseEstimator):
         names = names or [f"x{j}" for j in range(n_features)]
         return _native.Map.from_bounds(lo.tolist(), hi.tolist(), [str(n) for n in names])
 
+    def _schema_columns(self, X):
+        """A DataFrame's columns the schema reads, in its order (others, such as an id or the
+        label, are left out); X itself otherwise."""
+        if self.schema is None or not hasattr(X, "columns"):
+            return X
+        names = _native.Map.from_schema(str(self.schema)).feature_names
+        missing = [n for n in names if n not in X.columns]
+        if missing:
+            raise ValueError(f"X has no column(s) {missing} that the schema reads")
+        return X[names]
+
     def _rows(self, X, reset: bool):
         """X as a C-contiguous float64 array, a DataFrame's columns taken by the schema's names."""
-        if self.schema is not None and hasattr(X, "columns"):
-            names = _native.Map.from_schema(str(self.schema)).feature_names
-            missing = [n for n in names if n not in X.columns]
-            if missing:
-                raise ValueError(f"X has no column(s) {missing} that the schema reads")
-            X = X[names]
-        X = validate_data(self, X, reset=reset, dtype=np.float64, order="C")
+        X = validate_data(self, self._schema_columns(X), reset=reset, dtype=np.float64, order="C")
         return np.ascontiguousarray(X, dtype=np.float64)
 
     # -- fit ---------------------------------------------------------------------------------
     def fit(self, X, y):
         """Trains the private learner on (X, y); y must have exactly two classes. (No
         ``sample_weight``: weights would change the privacy analysis.)"""
-        X_checked, y = validate_data(self, X, y, dtype=np.float64, order="C")
+        X_checked, y = validate_data(
+            self, self._schema_columns(X), y, dtype=np.float64, order="C"
+        )
         check_classification_targets(y)
         classes = np.unique(y)
         if len(classes) != 2:
@@ -173,8 +180,6 @@ class LogisticRegression(ClassifierMixin, BaseEstimator):
             )
         self.classes_ = np.unique(y)
         names = list(getattr(self, "feature_names_in_", [])) or None
-        if self.schema is not None and hasattr(X, "columns"):
-            X_checked = self._rows(X, reset=True)
         self.map_ = self._map(X_checked.shape[1], names)
         signed = np.where(y == self.classes_[1], 1.0, -1.0)
         lam = None if isinstance(self.lambda_, str) and self.lambda_ == "auto" else float(self.lambda_)

@@ -113,6 +113,12 @@ def test_a_schema_takes_a_dataframes_columns_by_name(root):
     assert np.array_equal(a, b)
     assert m.score(df, y) > 0.7
     assert m.map_.feature_names == list(df.columns)
+    # Columns the schema does not read (an id, text) are left out, not converted.
+    with_id = df.assign(patient_id=[f"P{i}" for i in range(len(df))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpagg.NotPrivateWarning)
+        c = clone(m).fit(with_id, y).decision_function(with_id)
+    assert np.array_equal(c, b)
 
 
 def test_a_categorical_schema_is_refused_with_the_fix(root):
