@@ -178,7 +178,7 @@ class LogisticRegression(ClassifierMixin, BaseEstimator):
                 f"Only binary classification is supported: y has {len(classes)} class(es) "
                 f"({type_of_target(y)} target), dpagg's LogisticRegression needs exactly 2"
             )
-        self.classes_ = np.unique(y)
+        self.classes_ = classes
         names = list(getattr(self, "feature_names_in_", [])) or None
         self.map_ = self._map(X_checked.shape[1], names)
         signed = np.where(y == self.classes_[1], 1.0, -1.0)

@@ -1,6 +1,7 @@
 //! The accountant from Python: the RDP calculators behind DP-SGD
 //! (`dpagg_shared::privacy::accounting`) and the composition a node's ledger applies.
 
+use crate::value_error;
 use dpagg_shared::privacy::accounting::ledger::{Charge, compose as compose_charges};
 use dpagg_shared::privacy::accounting::{
     RdpCurve, calibrate_sigma as calibrate, dp_sgd_epsilon as dp_sgd,
@@ -8,10 +9,6 @@ use dpagg_shared::privacy::accounting::{
 use dpagg_shared::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-
-fn value_error(e: impl std::fmt::Display) -> PyErr {
-    PyValueError::new_err(e.to_string())
-}
 
 /// ε of `steps` steps of DP-SGD with sampling rate q and noise multiplier σ at δ
 /// (add/remove-one), and the Rényi order that gave it.

@@ -7,6 +7,7 @@
 //! Mechanisms kept only for the lab's reproductions are refused, as a node refuses them.
 
 use crate::map::Map;
+use crate::value_error;
 use dpagg_shared::data::dataset::Dataset;
 use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, Mechanism, MechanismKind, Options};
 use dpagg_shared::privacy::noise::NoiseSource;
@@ -16,25 +17,20 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::collections::BTreeMap;
 
-fn value_error(e: impl std::fmt::Display) -> PyErr {
-    PyValueError::new_err(e.to_string())
-}
-
-/// The spec of a fit, checked as a node checks a request.
+/// The mechanism of a fit, its spec checked as a node checks a request.
 fn spec(
     mechanism: &str,
     epsilon: f64,
     delta: f64,
     lambda: Option<f64>,
     options: BTreeMap<String, f64>,
-) -> PyResult<(LearnerSpec, Box<dyn Mechanism>)> {
+) -> PyResult<Box<dyn Mechanism>> {
     let kind = MechanismKind::parse(mechanism).map_err(PyValueError::new_err)?;
     let l2 = lambda.map_or(Lambda::Auto, Lambda::Fixed);
     let mut spec = LearnerSpec::new(kind, epsilon, delta, l2);
     spec.options = options.into_iter().collect::<Options>();
     spec.check_ranges().map_err(value_error)?;
-    let built = spec.build().map_err(value_error)?;
-    Ok((spec, built))
+    spec.build().map_err(value_error)
 }
 
 /// The registered mechanisms a node offers: name, one-line summary, whether proven, what the
@@ -78,7 +74,7 @@ pub fn guarantee(
     lambda_: Option<f64>,
     options: BTreeMap<String, f64>,
 ) -> PyResult<Guarantee> {
-    let (_, m) = spec(mechanism, epsilon, delta, lambda_, options)?;
+    let m = spec(mechanism, epsilon, delta, lambda_, options)?;
     let g = m.guarantee();
     let rdp = m.rdp().map(|c| (c.orders().to_vec(), c.values().to_vec()));
     Ok((
@@ -121,7 +117,7 @@ pub fn fit(
     if labels.iter().any(|&l| l != 1.0 && l != -1.0) {
         return Err(PyValueError::new_err("y must hold only −1 and +1"));
     }
-    let (_, mechanism) = spec(mechanism, epsilon, delta, lambda_, options)?;
+    let mechanism = spec(mechanism, epsilon, delta, lambda_, options)?;
     let mut noise = match seed {
         Some(s) => NoiseSource::seeded(s),
         None => NoiseSource::secure().map_err(|e| PyRuntimeError::new_err(e.to_string()))?,

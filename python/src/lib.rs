@@ -14,6 +14,11 @@ mod model;
 
 use pyo3::prelude::*;
 
+/// A core error as Python's `ValueError`, with its one-line message.
+pub(crate) fn value_error(e: impl std::fmt::Display) -> PyErr {
+    pyo3::exceptions::PyValueError::new_err(e.to_string())
+}
+
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {

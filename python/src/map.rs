@@ -6,6 +6,7 @@
 //! refused. Values outside the bounds are clipped and counted; the count is returned so the
 //! caller can say so.
 
+use crate::value_error;
 use dpagg_shared::data::schema::{FeatureSpec, LabelSpec, Schema};
 use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
@@ -69,10 +70,6 @@ impl Map {
 
 fn names(schema: &Schema) -> Vec<String> {
     schema.features.iter().map(|f| f.name.clone()).collect()
-}
-
-fn value_error(e: impl std::fmt::Display) -> PyErr {
-    PyValueError::new_err(e.to_string())
 }
 
 #[pymethods]

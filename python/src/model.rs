@@ -2,15 +2,11 @@
 //! predict` applies it (`dpagg_shared::aggregate::model_file`: the same checks, the same CSV
 //! loader and map, the same scores).
 
+use crate::value_error;
 use dpagg_shared::aggregate::model_file::{LoadedModel, ModelFile};
 use numpy::PyArray1;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::path::PathBuf;
-
-fn value_error(e: impl std::fmt::Display) -> PyErr {
-    PyValueError::new_err(e.to_string())
-}
 
 /// A final model read from `model.json`.
 #[pyclass(module = "dpagg._native", frozen)]
