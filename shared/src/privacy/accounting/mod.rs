@@ -27,6 +27,7 @@ pub mod ledger;
 pub mod rdp;
 
 pub use rdp::{
-    AccountingError, EpsilonBound, RdpCurve, calibrate_sigma, default_orders, dp_sgd_curve,
-    dp_sgd_epsilon, log_erfc, poisson_subsampled_gaussian,
+    AccountingError, EpsilonBound, RdpCurve, calibrate_sigma, calibrate_sigma_lattice,
+    default_orders, dp_sgd_curve, dp_sgd_epsilon, dp_sgd_lattice_curve, log_erfc,
+    poisson_subsampled_gaussian,
 };

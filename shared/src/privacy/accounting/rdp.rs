@@ -21,6 +21,12 @@
 //!
 //! **Composition** of T steps multiplies ρ by T (Mironov 2017, Proposition 1).
 //!
+//! **Discrete noise.** DP-SGD releases with discrete Gaussian noise on a lattice
+//! ([`crate::privacy::discrete::LatticeSum`]); for it the integer-order expansion above is an
+//! upper bound in both directions of add/remove-one, and the fractional-order series is not
+//! (`docs/proofs/dp-sgd-lattice.md`). [`dp_sgd_lattice_curve`] and [`calibrate_sigma_lattice`]
+//! therefore use the integer orders of the grid only.
+//!
 //! **Conversion to (ε, δ)** (Canonne, Kamath & Steinke 2020, arXiv:2004.00010v4 Proposition 12;
 //! Balle et al. 2020): for every order,
 //! ε(α) = ρ(α) + log((α − 1)/α) − (log δ + log α)/(α − 1), and ε = max(0, min_α ε(α)). As in
@@ -318,6 +324,30 @@ pub fn dp_sgd_epsilon(
     dp_sgd_curve(q, sigma, steps)?.epsilon(delta)
 }
 
+/// RDP over the **integer** orders of [`default_orders`] of `steps` steps of DP-SGD, +∞ (no
+/// bound) at the fractional ones: the curve of DP-SGD with discrete Gaussian noise on a lattice
+/// ([`crate::privacy::discrete::LatticeSum`]), for which the binomial expansion of MTZ19 §3.2 is
+/// an upper bound only at integer orders (`docs/proofs/dp-sgd-lattice.md`).
+pub fn dp_sgd_lattice_curve(q: f64, sigma: f64, steps: u64) -> Result<RdpCurve, AccountingError> {
+    let curve = dp_sgd_curve(q, sigma, steps)?;
+    let values = curve
+        .orders
+        .iter()
+        .zip(&curve.values)
+        .map(|(&alpha, &rho)| {
+            if alpha.fract() == 0.0 {
+                rho
+            } else {
+                f64::INFINITY
+            }
+        })
+        .collect();
+    Ok(RdpCurve {
+        orders: curve.orders,
+        values,
+    })
+}
+
 /// The smallest noise multiplier σ (to a relative tolerance of [`SIGMA_RELATIVE_TOLERANCE`],
 /// rounded **up**) such that `steps` steps of DP-SGD with sampling rate q are (ε, δ)-DP under
 /// add/remove-one, over [`default_orders`].
@@ -331,6 +361,26 @@ pub fn calibrate_sigma(
     epsilon: f64,
     delta: f64,
 ) -> Result<f64, AccountingError> {
+    calibrate(q, steps, (epsilon, delta), dp_sgd_curve)
+}
+
+/// [`calibrate_sigma`] for [`dp_sgd_lattice_curve`]: integer orders only.
+pub fn calibrate_sigma_lattice(
+    q: f64,
+    steps: u64,
+    epsilon: f64,
+    delta: f64,
+) -> Result<f64, AccountingError> {
+    calibrate(q, steps, (epsilon, delta), dp_sgd_lattice_curve)
+}
+
+/// The bisection of [`calibrate_sigma`] for the curve `curve(q, σ, steps)`.
+fn calibrate(
+    q: f64,
+    steps: u64,
+    (epsilon, delta): (f64, f64),
+    curve: fn(f64, f64, u64) -> Result<RdpCurve, AccountingError>,
+) -> Result<f64, AccountingError> {
     check_q(q)?;
     check_delta(delta)?;
     if steps == 0 {
@@ -339,13 +389,8 @@ pub fn calibrate_sigma(
     if !(epsilon.is_finite() && epsilon > 0.0) {
         return Err(AccountingError::InvalidEpsilon(epsilon));
     }
-    let orders = default_orders();
     let meets = |sigma: f64| -> Result<bool, AccountingError> {
-        let eps = poisson_subsampled_gaussian(q, sigma, &orders)?
-            .self_compose(steps)
-            .epsilon(delta)?
-            .epsilon;
-        Ok(eps <= epsilon)
+        Ok(curve(q, sigma, steps)?.epsilon(delta)?.epsilon <= epsilon)
     };
     let mut hi = 1.0;
     while !meets(hi)? {

@@ -73,6 +73,20 @@ pub fn power_of_two_at_most(x: f64) -> Option<f64> {
     Some(f64::from_bits(x.to_bits() & !((1u64 << 52) - 1)))
 }
 
+/// Refuses a grid outside [2^{−1000}, 2^{900}] (so that multiples of it stay normal doubles),
+/// reporting `shown`.
+pub(super) fn check_grid(grid: f64, shown: f64) -> Result<(), DiscreteError> {
+    if grid >= 2f64.powi(-1000) && grid <= 2f64.powi(900) {
+        Ok(())
+    } else {
+        Err(DiscreteError::OutOfRange {
+            what: "grid",
+            value: shown,
+            limit: 2f64.powi(900),
+        })
+    }
+}
+
 /// The Gaussian mechanism on a public grid for a vector query (module docs).
 #[derive(Debug, Clone, PartialEq)]
 pub struct GridGaussian {
@@ -82,7 +96,7 @@ pub struct GridGaussian {
     sampler: DiscreteGaussian,
 }
 
-fn positive(name: &'static str, value: f64) -> Result<(), DiscreteError> {
+pub(super) fn positive(name: &'static str, value: f64) -> Result<(), DiscreteError> {
     if value.is_finite() && value > 0.0 {
         Ok(())
     } else {
@@ -127,13 +141,7 @@ impl GridGaussian {
         // Raised when needed so that B/g ≤ 2^52 (B/2^52 is exact; 0 when it is subnormal).
         let floor = power_of_two_at_least(bound / MAX_BOUND_CELLS).unwrap_or(0.0);
         let grid = power_of_two_at_most(scale).unwrap_or(0.0).max(floor);
-        if !(grid >= 2f64.powi(-1000) && grid <= 2f64.powi(900)) {
-            return Err(DiscreteError::OutOfRange {
-                what: "grid",
-                value: grid.max(scale),
-                limit: 2f64.powi(900),
-            });
-        }
+        check_grid(grid, grid.max(scale))?;
         let cells = sensitivity / grid + root_d;
         let ratio = std / sensitivity;
         let cell_sigma = ratio * cells;

@@ -25,6 +25,9 @@
 //! - [`grid`]: [`GridGaussian`], a real vector query rounded to a public power-of-two grid with
 //!   discrete Gaussian noise inflated to pay for the rounding, so that the continuous Gaussian
 //!   mechanism's RDP curve — what the ledger composes — holds unchanged.
+//! - [`lattice`]: [`LatticeSum`], sums of clipped vectors each rounded to a public grid, summed
+//!   in integers, with discrete Gaussian noise: DP-SGD's noisy batch sum. [`BernoulliF64`]
+//!   (in [`rational`]) draws its Poisson batches with the exact inclusion probability.
 //!
 //! **Assumptions.** The [`crate::privacy::noise::NoiseSource`] is a CSPRNG on release paths
 //! (invariant 4); nothing else. Running time is random (geometric numbers of rounds) and depends
@@ -38,6 +41,7 @@ pub mod bernoulli;
 pub mod gaussian;
 pub mod grid;
 pub mod laplace;
+pub mod lattice;
 pub mod rational;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -46,7 +50,8 @@ pub use bernoulli::bernoulli_exp;
 pub use gaussian::DiscreteGaussian;
 pub use grid::GridGaussian;
 pub use laplace::DiscreteLaplace;
-pub use rational::Ratio;
+pub use lattice::LatticeSum;
+pub use rational::{BernoulliF64, Ratio};
 
 use crate::util::num::Num;
 

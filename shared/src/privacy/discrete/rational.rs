@@ -184,9 +184,108 @@ pub fn bernoulli(num: &BigUint, den: &BigUint, rng: &mut NoiseSource) -> bool {
     }
 }
 
+/// Bernoulli(q) for the **exact value** of a double q ∈ [0, 1]: [U < q] for U uniform in [0, 1),
+/// decided by comparing U's binary expansion, 64 bits at a time, with q's (which ends after at
+/// most 1,074 bits), so P(true) = q exactly; one 64-bit draw almost always decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BernoulliF64 {
+    /// q's bits after the binary point, 64 per word, most significant first; `None` for q = 1.
+    words: Option<Vec<u64>>,
+}
+
+impl BernoulliF64 {
+    /// The law for `q` ∈ [0, 1]; `None` outside it (NaN included).
+    pub fn new(q: f64) -> Option<Self> {
+        if !(0.0..=1.0).contains(&q) {
+            return None;
+        }
+        if q == 1.0 {
+            return Some(Self { words: None });
+        }
+        let bits = q.to_bits();
+        let biased = ((bits >> 52) & 0x7ff) as i64;
+        let fraction = bits & ((1u64 << 52) - 1);
+        // q = m·2^e exactly, m < 2^53.
+        let (m, e) = if biased == 0 {
+            (fraction, -1074i64)
+        } else {
+            (fraction | (1u64 << 52), biased - 1075)
+        };
+        // Word w holds ⌊q·2^{64(w+1)}⌋ mod 2^64; q's last bit is at position −e.
+        let count = (-e).max(0) as u64;
+        let words = (0..count.div_ceil(64) as i64)
+            .map(|w| {
+                let shift = e + 64 * (w + 1);
+                if shift >= 64 {
+                    0
+                } else if shift >= 0 {
+                    (u128::from(m) << shift) as u64
+                } else {
+                    m.checked_shr(shift.unsigned_abs() as u32).unwrap_or(0)
+                }
+            })
+            .collect();
+        Some(Self { words: Some(words) })
+    }
+
+    /// One draw.
+    pub fn sample(&self, rng: &mut NoiseSource) -> bool {
+        let Some(words) = &self.words else {
+            return true;
+        };
+        for &w in words {
+            let u = rng.random::<u64>();
+            if u != w {
+                return u < w;
+            }
+        }
+        // U agrees with every bit of q, and its remaining bits are ≥ 0: U ≥ q.
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// q as the rational Σ words_w·2^{−64(w+1)}.
+    fn value_of(b: &BernoulliF64) -> Ratio {
+        let words = b.words.as_ref().expect("q < 1");
+        let mut num = BigUint::from(0u32);
+        for &w in words {
+            num = (num << 64u32) + BigUint::from(w);
+        }
+        Ratio::new(num, BigUint::one() << (64 * words.len())).expect("den > 0")
+    }
+
+    #[test]
+    fn the_words_are_the_exact_binary_expansion_of_q() {
+        for q in [0.1, 0.5, 0.75, 1e-3, 0.999_999_999, 5e-324, 2.5e-310, 0.0] {
+            let b = BernoulliF64::new(q).expect("in [0, 1]");
+            let v = value_of(&b);
+            let exact = Ratio::from_f64(q).expect("finite");
+            assert_eq!(v.num() * exact.den(), exact.num() * v.den(), "{q}");
+        }
+        assert_eq!(BernoulliF64::new(1.0).expect("valid").words, None);
+        for bad in [-0.1, 1.5, f64::NAN] {
+            assert!(BernoulliF64::new(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn draws_have_the_stated_frequency() {
+        let mut rng = NoiseSource::seeded(77);
+        for q in [0.1, 0.5, 0.03] {
+            let b = BernoulliF64::new(q).expect("valid");
+            let n = 200_000;
+            let k = (0..n).filter(|_| b.sample(&mut rng)).count() as f64;
+            let se = (q * (1.0 - q) / n as f64).sqrt();
+            assert!((k / n as f64 - q).abs() < 5.0 * se, "{q}: {}", k / n as f64);
+        }
+        let never = BernoulliF64::new(0.0).expect("valid");
+        let always = BernoulliF64::new(1.0).expect("valid");
+        assert!((0..1000).all(|_| !never.sample(&mut rng) && always.sample(&mut rng)));
+    }
 
     #[test]
     fn doubles_convert_to_their_exact_value() {

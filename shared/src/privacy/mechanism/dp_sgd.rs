@@ -4,22 +4,31 @@
 //! Differential Privacy", CCS 2016, **Algorithm 1** (DP-SGD), for L2-regularised logistic
 //! regression (Minami et al. 2015, eq. 23–24, regulariser (λ/2)||θ||²), with the noise multiplier
 //! calibrated by the RDP accountant of [`crate::privacy::accounting`] (Mironov, Talwar & Zhang
-//! 2019, conversion of Canonne, Kamath & Steinke 2020 Proposition 12). Starting from θ₀ = 0, for
-//! t = 1, …, T:
+//! 2019, conversion of Canonne, Kamath & Steinke 2020 Proposition 12), with **exact discrete
+//! noise**: the proof covers the noise as sampled (`docs/proofs/dp-sgd-lattice.md`). Starting
+//! from θ₀ = 0, for t = 1, …, T:
 //!
-//! 1. Poisson subsampling: every record joins the batch B_t independently with probability q.
+//! 1. Poisson subsampling: every record joins the batch B_t independently with probability q —
+//!    exactly the double q ([`BernoulliF64`]: a comparison of uniform bits with q's bits).
 //! 2. Per-example gradients gᵢ = ∇ℓ(θ; dᵢ) = −yᵢ σ(−yᵢ⟨θ, xᵢ⟩) xᵢ, clipped to
 //!    ḡᵢ = gᵢ · min(1, C/||gᵢ||₂).
-//! 3. g̃ = (Σ_{i∈B_t} ḡᵢ + N(0, σ²C² I)) / B, with B = q·n (the expected batch size, Abadi et al.'s
-//!    "lot size" L) unless [`DpSgdConfig::batch_divisor`] fixes it.
+//! 3. The noisy sum on a lattice ([`LatticeSum`]): each ḡᵢ rounded to the public grid γ ≈
+//!    2^{−20}C/√d, its norm bound K ≈ C/γ enforced in integers, the integers summed, and
+//!    independent discrete Gaussians N_ℤ(0, σ²K²) added — Abadi et al.'s Σḡᵢ + N(0, σ²C² I) with
+//!    noise of standard deviation σγK ≈ σC that the proof covers exactly. Then
+//!    g̃ = γ(S + Z)/B, with B = q·n (the expected batch size, Abadi et al.'s "lot size" L) unless
+//!    [`DpSgdConfig::batch_divisor`] fixes it.
 //! 4. θ ← θ − η_t (g̃ + λθ): λθ is the gradient of the regulariser (data-independent), η_t comes
 //!    from [`StepSize`]. The release is θ_T.
 //!
 //! **Guarantee:** (ε, δ)-DP under the **add/remove-one** neighbour relation, the relation the
 //! subsampled-Gaussian analysis is stated in: σ is the smallest noise multiplier (within a relative
 //! 1e-4, rounded up) for which T compositions of the Poisson-subsampled Gaussian mechanism with
-//! sampling rate q are (ε, δ)-DP. σ, q, T and C are fixed before any data is seen
-//! ([`DpSgd::new`]), so the guarantee and the RDP curve ([`Mechanism::rdp`]) are known in advance.
+//! sampling rate q are (ε, δ)-DP **over the integer RDP orders** — the orders at which the
+//! analysis holds for the discrete noise as sampled, in both directions of add/remove-one
+//! ([`accounting::calibrate_sigma_lattice`]; the proof page). σ, q, T and C are fixed before any
+//! data is seen ([`DpSgd::new`]), so the guarantee and the RDP curve ([`Mechanism::rdp`]) are
+//! known in advance.
 //!
 //! **The dataset size n.** Dividing by q·n makes the release depend on n. Like Opacus and TF
 //! Privacy, we treat n as public: every release publishes it anyway ([`ReleaseMetadata::n`]), and
@@ -31,7 +40,8 @@
 //!
 //! **Assumptions:** logistic loss; every row has ||x||₂ ≤ 1 (checked, as for every mechanism here;
 //! then ||gᵢ|| ≤ 1, so the default C = 1 clips nothing). The privacy proof itself needs only the
-//! clipping: each record moves the batch sum by at most C in ℓ₂.
+//! lattice's enforced bound: each record moves the integer batch sum by at most K in ℓ₂,
+//! whatever the floating-point clipping computed.
 
 use super::lambda::{AutoRule, Lambda};
 use super::kind::{OptionSpec, OptionType, Registration};
@@ -39,11 +49,10 @@ use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::logistic::sigmoid;
 use crate::privacy::accounting::{self, RdpCurve};
+use crate::privacy::discrete::{BernoulliF64, DiscreteError, LatticeSum};
 use crate::privacy::guarantee::PrivacyGuarantee;
 use crate::privacy::noise::NoiseSource;
 use crate::util::stop::Stop;
-use rand::RngExt;
-use rand_distr::{Geometric, StandardNormal};
 use std::collections::BTreeMap;
 
 /// Identifier used in release metadata and on the command line.
@@ -55,8 +64,9 @@ pub const MAX_STEPS: u64 = 10_000_000;
 /// The registry's entry ([`super::kind`]): a cosine-decayed step size, no batch divisor.
 pub const REGISTERED: &[Registration] = &[Registration {
     name: NAME,
-    summary: "(ε, δ)-DP DP-SGD with Poisson sampling, σ calibrated by an RDP accountant \
-              (Abadi et al. 2016); add/remove-one; delta > 0",
+    summary: "(ε, δ)-DP DP-SGD with Poisson sampling and exact discrete Gaussian noise on a \
+              lattice, σ calibrated by an RDP accountant (Abadi et al. 2016); add/remove-one; \
+              delta > 0",
     options: &[
         OptionSpec {
             name: "clip_norm",
@@ -83,7 +93,7 @@ pub const REGISTERED: &[Registration] = &[Registration {
             help: "η of the cosine-decayed step size η_t",
         },
     ],
-    proof: crate::privacy::guarantee::ProofCoverage::RealArithmetic,
+    proof: crate::privacy::guarantee::ProofCoverage::NoiseAsSampled,
     node_replacement: None,
     build: |r| {
         Ok(Box::new(DpSgd::new(
@@ -243,8 +253,8 @@ impl DpSgd {
         }
         config.validate()?;
         let sigma =
-            accounting::calibrate_sigma(config.sampling_rate, config.steps, epsilon, delta)?;
-        let curve = accounting::dp_sgd_curve(config.sampling_rate, sigma, config.steps)?;
+            accounting::calibrate_sigma_lattice(config.sampling_rate, config.steps, epsilon, delta)?;
+        let curve = accounting::dp_sgd_lattice_curve(config.sampling_rate, sigma, config.steps)?;
         let accounted = curve.epsilon(delta)?;
         Ok(Self {
             epsilon,
@@ -262,9 +272,15 @@ impl DpSgd {
         self.sigma
     }
 
-    /// σC: the standard deviation of the noise added to each coordinate of the batch sum.
+    /// σC: the nominal standard deviation of the noise added to each coordinate of the batch
+    /// sum (the lattice's is σγK, within a factor 1 + 2^{−19} of it: [`LatticeSum::noise_std`]).
     pub fn noise_std(&self) -> f64 {
         self.sigma * self.config.clip_norm
+    }
+
+    /// The lattice of the noisy sums for rows of dimension `dim`.
+    pub fn lattice(&self, dim: usize) -> Result<LatticeSum, DiscreteError> {
+        LatticeSum::new(self.sigma, self.config.clip_norm, dim)
     }
 
     /// The configuration.
@@ -278,26 +294,32 @@ impl DpSgd {
     }
 }
 
-/// Draws a Poisson batch: each of `n` rows independently with the probability `gaps` was built
-/// with, by skipping Geometric(q)-distributed numbers of rows (exact and O(qn)).
-pub(crate) fn poisson_batch(n: usize, gaps: &Geometric, rng: &mut NoiseSource) -> Vec<usize> {
+/// Draws a Poisson batch: each of `n` rows independently with the exact probability `include`
+/// was built with (one comparison of uniform bits per row).
+pub(crate) fn poisson_batch(n: usize, include: &BernoulliF64, rng: &mut NoiseSource) -> Vec<usize> {
     let mut batch = Vec::new();
-    poisson_batch_into(n, gaps, rng, &mut batch);
+    poisson_batch_into(n, include, rng, &mut batch);
     batch
 }
 
 /// [`poisson_batch`] into `batch` (cleared first), so that a run's steps share one buffer.
-fn poisson_batch_into(n: usize, gaps: &Geometric, rng: &mut NoiseSource, batch: &mut Vec<usize>) {
+fn poisson_batch_into(
+    n: usize,
+    include: &BernoulliF64,
+    rng: &mut NoiseSource,
+    batch: &mut Vec<usize>,
+) {
     batch.clear();
-    let mut next: u64 = 0;
-    loop {
-        next = next.saturating_add(rng.sample(gaps));
-        match usize::try_from(next) {
-            Ok(i) if i < n => batch.push(i),
-            _ => return,
-        }
-        next += 1;
-    }
+    batch.extend((0..n).filter(|_| include.sample(rng)));
+}
+
+/// The inclusion law of the Poisson batches (q was checked to be in (0, 1]).
+fn inclusion(q: f64) -> Result<BernoulliF64, MechanismError> {
+    BernoulliF64::new(q).ok_or(MechanismError::InvalidParameter {
+        name: "sampling_rate",
+        value: q,
+        requirement: "must be in (0, 1]",
+    })
 }
 
 /// `rows` fixed public rows of dimension `dim` inside the unit ball, for timing a mechanism's
@@ -315,27 +337,28 @@ pub(crate) fn public_rows(rows: usize, dim: usize) -> Dataset {
 /// The fastest of three timings of one step (a Poisson batch of `n` rows at rate q, and the
 /// noisy clipped sum of a batch of its expected size) on public rows of dimension `dim`: a
 /// lower estimate of a step on the real rows. Its randomness is timing only, never released.
-fn step_seconds(c: &DpSgdConfig, n: usize, dim: usize) -> Option<f64> {
+fn step_seconds(m: &DpSgd, n: usize, dim: usize) -> Option<f64> {
+    let c = &m.config;
     let batch = (c.sampling_rate * n as f64).ceil().max(1.0) as usize;
     // At most 4,096 rows are timed; a larger batch is extrapolated (the work is linear in it).
     let rows = batch.min(4096);
     let data = public_rows(rows, dim);
     let all: Vec<usize> = (0..rows).collect();
     let theta = vec![0.01; dim];
-    let gaps = Geometric::new(c.sampling_rate).ok()?;
+    let include = BernoulliF64::new(c.sampling_rate)?;
+    let lattice = m.lattice(dim).ok()?;
     let mut rng = NoiseSource::secure().ok()?;
     let mut best = f64::INFINITY;
     for _ in 0..3 {
         let start = std::time::Instant::now();
         let mut reps = 0u32;
         while reps == 0 || start.elapsed() < std::time::Duration::from_millis(3) {
-            std::hint::black_box(poisson_batch(n, &gaps, &mut rng));
+            std::hint::black_box(poisson_batch(n, &include, &mut rng));
             std::hint::black_box(noisy_clipped_sum(
                 &data,
                 &all,
                 &theta,
-                c.clip_norm,
-                1.0,
+                (c.clip_norm, &lattice),
                 &mut rng,
             ));
             reps += 1;
@@ -362,38 +385,53 @@ pub(crate) fn add_clipped_gradient(theta: &[f64], x: &[f64], y: f64, clip: f64, 
     }
 }
 
-/// The noisy batch sum of one step: Σ_{i∈batch} clip_C(∇ℓ(θ; dᵢ)) + N(0, noise_std² I).
+/// The noisy batch sum of one step on the lattice: γ·(Σ_{i∈batch} c_i + Z), c_i the rounded
+/// clip_C(∇ℓ(θ; dᵢ)) ([`LatticeSum`]); `noise` is (C, lattice).
 pub(crate) fn noisy_clipped_sum(
     data: &Dataset,
     batch: &[usize],
     theta: &[f64],
-    clip: f64,
-    noise_std: f64,
+    noise: (f64, &LatticeSum),
     rng: &mut NoiseSource,
 ) -> Vec<f64> {
+    let mut scratch = StepScratch::new(data.dim());
     let mut sum = vec![0.0; data.dim()];
-    noisy_clipped_sum_into(data, batch, theta, (clip, noise_std), rng, &mut sum);
+    noisy_clipped_sum_into(data, batch, theta, noise, rng, &mut scratch, &mut sum);
     sum
 }
 
-/// [`noisy_clipped_sum`] into `sum` (zeroed first), so that a run's steps share one buffer;
-/// `scales` is (clip, noise_std).
+/// The integer sum and one clipped gradient, reused by every step of a run.
+struct StepScratch {
+    cells: Vec<i64>,
+    gradient: Vec<f64>,
+}
+
+impl StepScratch {
+    fn new(dim: usize) -> Self {
+        Self {
+            cells: vec![0; dim],
+            gradient: vec![0.0; dim],
+        }
+    }
+}
+
+/// [`noisy_clipped_sum`] into `sum`, with the run's buffers.
 fn noisy_clipped_sum_into(
     data: &Dataset,
     batch: &[usize],
     theta: &[f64],
-    (clip, noise_std): (f64, f64),
+    (clip, lattice): (f64, &LatticeSum),
     rng: &mut NoiseSource,
+    scratch: &mut StepScratch,
     sum: &mut [f64],
 ) {
-    sum.fill(0.0);
+    scratch.cells.fill(0);
     for &i in batch {
-        add_clipped_gradient(theta, data.row(i), data.label(i), clip, sum);
+        scratch.gradient.fill(0.0);
+        add_clipped_gradient(theta, data.row(i), data.label(i), clip, &mut scratch.gradient);
+        lattice.add(&mut scratch.cells, &scratch.gradient);
     }
-    for s in sum {
-        let z: f64 = rng.sample(StandardNormal);
-        *s += noise_std * z;
-    }
+    lattice.release(&scratch.cells, rng, sum);
 }
 
 impl Mechanism for DpSgd {
@@ -415,8 +453,12 @@ impl Mechanism for DpSgd {
         Some(self.curve.clone())
     }
 
+    fn proof(&self) -> crate::privacy::guarantee::ProofCoverage {
+        crate::privacy::guarantee::ProofCoverage::NoiseAsSampled
+    }
+
     fn predicted_seconds(&self, n: usize, dim: usize) -> Option<f64> {
-        Some(self.config.steps as f64 * step_seconds(&self.config, n, dim)?)
+        Some(self.config.steps as f64 * step_seconds(self, n, dim)?)
     }
 
     fn sample(
@@ -428,22 +470,26 @@ impl Mechanism for DpSgd {
         let c = &self.config;
         let n = data.len();
         let divisor = c.batch_divisor.unwrap_or(c.sampling_rate * n as f64);
-        let gaps =
-            Geometric::new(c.sampling_rate).map_err(|_| MechanismError::InvalidParameter {
-                name: "sampling_rate",
-                value: c.sampling_rate,
-                requirement: "must be in (0, 1]",
-            })?;
+        let include = inclusion(c.sampling_rate)?;
+        let lattice = self.lattice(data.dim())?;
+        if !lattice.holds_sums_of(n) {
+            return Err(MechanismError::InvalidParameter {
+                name: "rows",
+                value: n as f64,
+                requirement: "too many for exact integer batch sums at this dimension",
+            });
+        }
         let lambda = self
             .lambda
             .resolve(AutoRule::DpSgd, n, data.dim(), self.epsilon);
         let mut theta = vec![0.0; data.dim()];
         let (mut batch, mut sum) = (Vec::new(), vec![0.0; data.dim()]);
-        let scales = (c.clip_norm, self.noise_std());
+        let mut scratch = StepScratch::new(data.dim());
         for t in 1..=c.steps {
             stop.check()?;
-            poisson_batch_into(n, &gaps, noise, &mut batch);
-            noisy_clipped_sum_into(data, &batch, &theta, scales, noise, &mut sum);
+            poisson_batch_into(n, &include, noise, &mut batch);
+            let step_noise = (c.clip_norm, &lattice);
+            noisy_clipped_sum_into(data, &batch, &theta, step_noise, noise, &mut scratch, &mut sum);
             let eta = c.step_size.at(t, c.steps);
             for (th, s) in theta.iter_mut().zip(&sum) {
                 *th -= eta * (s / divisor + lambda * *th);
@@ -451,7 +497,9 @@ impl Mechanism for DpSgd {
         }
         let mut parameters = BTreeMap::from([
             ("noise_multiplier".to_owned(), self.sigma),
-            ("noise_std".to_owned(), self.noise_std()),
+            ("noise_std".to_owned(), lattice.noise_std()),
+            ("lattice_grid".to_owned(), lattice.grid()),
+            ("lattice_cell_bound".to_owned(), lattice.cell_bound() as f64),
             ("clip_norm".to_owned(), c.clip_norm),
             ("sampling_rate".to_owned(), c.sampling_rate),
             ("steps".to_owned(), c.steps as f64),

@@ -429,8 +429,8 @@ mod tests {
         );
     }
 
-    /// A registration's proof label is the one its releases carry, and only snapped noise is
-    /// labelled as covered when sampled.
+    /// A registration's proof label is the one its releases carry, and only snapped or exact
+    /// discrete noise is labelled as covered when sampled.
     #[test]
     fn every_registered_proof_label_is_the_built_mechanisms() {
         for kind in MechanismKind::all() {
@@ -447,7 +447,7 @@ mod tests {
             .filter(|k| k.proof() == ProofCoverage::NoiseAsSampled)
             .map(MechanismKind::name)
             .collect();
-        assert_eq!(sampled, ["output-perturbation"]);
+        assert_eq!(sampled, ["output-perturbation", "dp-sgd"]);
     }
 
     /// Every declared option range is what the mechanism enforces: its default builds, and a

@@ -53,6 +53,8 @@
 //! refuses to release otherwise. λ is a number or `auto` ([`lambda`]), resolved from public
 //! quantities (n, d, ε) when the mechanism trains and recorded as `parameters["lambda"]`.
 
+#[cfg(test)]
+pub(crate) mod audit;
 pub mod delta_rule;
 pub mod kind;
 pub mod lambda;
@@ -161,6 +163,10 @@ pub enum MechanismError {
     /// 2012 Theorem 1 needs the coordinate bound below 2^46 times the Laplace scale).
     #[error(transparent)]
     Snapping(#[from] crate::privacy::snapping::SnappingError),
+    /// Exact discrete noise cannot be set up for these public parameters (a grid or a noise
+    /// scale beyond what the exact samplers support).
+    #[error(transparent)]
+    Discrete(#[from] crate::privacy::discrete::DiscreteError),
     /// A mechanism kept for the lab's reproductions, which nodes do not release.
     #[error(
         "{mechanism} is kept for reproductions and not released by nodes: its f64 noise is exposed to Mironov's 2012 floating-point attack (use {instead})"

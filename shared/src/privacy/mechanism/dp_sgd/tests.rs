@@ -1,6 +1,8 @@
-//! Tests of [`super::DpSgd`]: clipping, Poisson batches, the Gaussian noise of the clipped sums
-//! and an under-noised mutant, σ calibration, step sizes, stopping and releases.
+//! Tests of [`super::DpSgd`]: clipping, Poisson batches, the discrete Gaussian noise of the
+//! clipped sums on the lattice and an under-noised mutant, σ calibration over the integer
+//! orders, step sizes, stopping and releases; the black-box audit is in `audit.rs`.
 use super::*;
+use rand::RngExt;
 use crate::data::synthetic::{SyntheticSpec, generate};
 use crate::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
 use crate::privacy::noise::derived_rng;
@@ -50,7 +52,7 @@ fn clipped_gradients_never_exceed_the_clip_norm() {
 #[test]
 fn poisson_batch_sizes_are_binomial() {
     let (n, q, draws) = (60usize, 0.1, 4000);
-    let gaps = Geometric::new(q).expect("valid");
+    let gaps = BernoulliF64::new(q).expect("valid");
     let mut rng = NoiseSource::seeded(2);
     let mut counts = vec![0usize; n + 1];
     let mut per_row = vec![0usize; n];
@@ -84,12 +86,13 @@ fn poisson_batch_sizes_are_binomial() {
         );
     }
     // q = 1 takes every row.
-    let all = Geometric::new(1.0).expect("valid");
+    let all = BernoulliF64::new(1.0).expect("valid");
     assert_eq!(poisson_batch(5, &all, &mut rng), vec![0, 1, 2, 3, 4]);
 }
 
-/// Residuals (noisy − clipped sum)/(σC) of `draws` steps, with the noise drawn at `noise_std`.
-fn standardised_residuals(m: &DpSgd, noise_std: f64, draws: usize, seed: u64) -> Vec<f64> {
+/// Residuals (noisy − clipped sum)/(σC) of `draws` steps, with the lattice's cell variance
+/// divided by `shrink` (1: the mechanism's own noise).
+fn standardised_residuals(m: &DpSgd, shrink: f64, draws: usize, seed: u64) -> Vec<f64> {
     let data = synthetic(40, 3).train;
     let theta: Vec<f64> = (0..10).map(|j| 0.3 * j as f64 - 1.0).collect();
     let batch: Vec<usize> = (0..40).step_by(3).collect();
@@ -98,10 +101,12 @@ fn standardised_residuals(m: &DpSgd, noise_std: f64, draws: usize, seed: u64) ->
     for &i in &batch {
         add_clipped_gradient(&theta, data.row(i), data.label(i), c, &mut clipped);
     }
+    let honest = m.lattice(10).expect("valid");
+    let lattice = honest.with_cell_variance(honest.cell_variance() / shrink);
     let mut rng = NoiseSource::seeded(seed);
     (0..draws)
         .flat_map(|_| {
-            let noisy = noisy_clipped_sum(&data, &batch, &theta, c, noise_std, &mut rng);
+            let noisy = noisy_clipped_sum(&data, &batch, &theta, (c, &lattice), &mut rng);
             noisy
                 .iter()
                 .zip(&clipped)
@@ -139,7 +144,7 @@ fn a_stopped_release_releases_nothing() {
 #[test]
 fn noise_is_gaussian_with_std_sigma_times_c() {
     let m = test_mechanism();
-    let r = standardised_residuals(&m, m.noise_std(), 400, 4);
+    let r = standardised_residuals(&m, 1.0, 400, 4);
     let normal = Normal::new(0.0, 1.0).expect("valid");
     let ks = ks_test(&r, |x| normal.cdf(x));
     assert!(ks.p_value > 1e-3, "KS p = {}", ks.p_value);
@@ -148,7 +153,7 @@ fn noise_is_gaussian_with_std_sigma_times_c() {
 #[test]
 fn under_noised_variant_fails_the_same_check() {
     let m = test_mechanism();
-    let r = standardised_residuals(&m, m.noise_std() / 2.0, 400, 5);
+    let r = standardised_residuals(&m, 4.0, 400, 5);
     let normal = Normal::new(0.0, 1.0).expect("valid");
     let ks = ks_test(&r, |x| normal.cdf(x));
     assert!(ks.p_value < 1e-6, "KS p = {}", ks.p_value);
@@ -158,18 +163,19 @@ fn under_noised_variant_fails_the_same_check() {
 fn sigma_is_calibrated_before_data_and_meets_the_target() {
     let m = DpSgd::new(2.0, 1e-6, 0.01, DpSgdConfig::default()).expect("valid");
     let c = m.config();
-    let at = accounting::dp_sgd_epsilon(c.sampling_rate, m.noise_multiplier(), c.steps, 1e-6)
-        .expect("valid");
+    let lattice_epsilon = |sigma: f64| {
+        accounting::dp_sgd_lattice_curve(c.sampling_rate, sigma, c.steps)
+            .and_then(|curve| curve.epsilon(1e-6))
+            .expect("valid")
+    };
+    let at = lattice_epsilon(m.noise_multiplier());
     assert!(at.epsilon <= 2.0);
     assert_eq!(at, m.accounted_epsilon());
-    let below = accounting::dp_sgd_epsilon(
-        c.sampling_rate,
-        m.noise_multiplier() * (1.0 - 1e-3),
-        c.steps,
-        1e-6,
-    )
-    .expect("valid");
-    assert!(below.epsilon > 2.0);
+    assert_eq!(at.order.fract(), 0.0, "an integer order");
+    assert!(lattice_epsilon(m.noise_multiplier() * (1.0 - 1e-3)).epsilon > 2.0);
+    // The integer orders cost a little over the continuous accountant, never less.
+    let continuous = accounting::calibrate_sigma(c.sampling_rate, c.steps, 2.0, 1e-6).expect("valid");
+    assert!(m.noise_multiplier() >= continuous && m.noise_multiplier() < 1.1 * continuous);
     assert_eq!(
         m.guarantee(),
         PrivacyGuarantee {
@@ -287,4 +293,50 @@ fn invalid_parameters_are_errors() {
         m.release(&far, &mut NoiseSource::seeded(1)),
         Err(MechanismError::NormBoundViolated { .. })
     ));
+}
+
+/// DP-SGD for the audit: C = 0.1 (so the added record's gradient, of norm σ(−θ) > 0.1 while
+/// θ < 2.2, is always clipped to exactly C: the worst case), q = 0.5, 10 steps of η = 0.1, no
+/// regulariser and a fixed divisor (so that n, which differs between the neighbours, is not
+/// used), calibrated for `calibrated_for` — the claim is always ε = 1.
+fn audited(calibrated_for: f64) -> DpSgd {
+    let config = DpSgdConfig {
+        clip_norm: 0.1,
+        sampling_rate: 0.5,
+        steps: 10,
+        step_size: StepSize::Constant(0.1),
+        batch_divisor: Some(1.0),
+    };
+    DpSgd::new(calibrated_for, 1e-5, 0.0, config).expect("valid")
+}
+
+/// −θ_T of a release on D = {(0, +1)} (`with_record` false: a row whose gradient is 0) or on
+/// D′ = D ∪ {(1, +1)} (add/remove-one): the added record pushes θ up, so −θ tends lower on D′.
+fn audit_statistic(m: &DpSgd, with_record: bool, noise: &mut NoiseSource) -> f64 {
+    let (x, y) = if with_record {
+        (vec![0.0, 1.0], vec![1.0, 1.0])
+    } else {
+        (vec![0.0], vec![1.0])
+    };
+    let data = Dataset::new(x, y, 1);
+    -m.release(&data, noise).expect("release").classifier.coefficients()[0]
+}
+
+#[test]
+fn an_empirical_audit_stays_below_the_claim_and_catches_a_miscalibrated_run() {
+    use crate::privacy::mechanism::audit::epsilon_lower;
+    let audit = |m: &DpSgd, seed| {
+        epsilon_lower(
+            |noise| audit_statistic(m, false, noise),
+            |noise| audit_statistic(m, true, noise),
+            (1e-5, 20_000),
+            seed,
+        )
+    };
+    let honest = audited(1.0);
+    let lower = audit(&honest, 51);
+    assert!(lower <= 1.0, "ε_lower = {lower} > the claimed 1");
+    // Noise calibrated for ε = 8 under a claim of ε = 1: the same audit exceeds the claim.
+    let caught = audit(&audited(8.0), 61);
+    assert!(caught > 1.0, "ε_lower = {caught} for the miscalibrated run");
 }

@@ -7,7 +7,7 @@ use crate::data::bundled::Bundled;
 use crate::privacy::guarantee::NeighbourRelation;
 use crate::privacy::mechanism::{MechanismKind, ObjectivePerturbation};
 use crate::util::stats::ks_test;
-use statrs::distribution::{Beta, ChiSquared, ContinuousCDF, Normal};
+use statrs::distribution::{ChiSquared, ContinuousCDF, Normal};
 
 /// The exact Rényi divergence of order α between the outputs of the linear chain
 /// θ ← cθ + b + N(0, σ²) on two neighbours whose offsets b differ by `gap`, computed by iterating
@@ -257,67 +257,21 @@ fn an_under_noised_chain_fails_the_variance_test() {
     assert!(p < 1e-6, "χ² p = {p}");
 }
 
-/// Clopper–Pearson bounds on a binomial proportion: (lower, upper) at one-sided level `a` each.
-fn clopper_pearson(k: usize, n: usize, a: f64) -> (f64, f64) {
-    let (k, n) = (k as f64, n as f64);
-    let lower = if k == 0.0 {
-        0.0
-    } else {
-        Beta::new(k, n - k + 1.0).expect("valid").inverse_cdf(a)
-    };
-    let upper = if k == n {
-        1.0
-    } else {
-        Beta::new(k + 1.0, n - k)
-            .expect("valid")
-            .inverse_cdf(1.0 - a)
-    };
-    (lower, upper)
-}
-
-/// `draws` releases of `m` on the one-row dataset {(x = 1, y)}.
-fn releases(m: &Langevin, y: f64, draws: usize, seed: u64) -> Vec<f64> {
+/// One release of `m` on the one-row dataset {(x = 1, y)}: its coefficient.
+fn release_on(m: &Langevin, y: f64, noise: &mut NoiseSource) -> f64 {
     let data = Dataset::new(vec![1.0], vec![y], 1);
-    let mut noise = NoiseSource::seeded(seed);
-    (0..draws)
-        .map(|_| {
-            m.release(&data, &mut noise)
-                .expect("release")
-                .classifier
-                .coefficients()[0]
-        })
-        .collect()
+    m.release(&data, noise).expect("release").classifier.coefficients()[0]
 }
 
-/// A 95% lower confidence bound on ε from a threshold test between the worst-case neighbours
-/// {(1, +1)} and {(1, −1)} (replace-one, n = 1): the threshold is chosen on pilot releases, then
-/// P[θ < t] is estimated on fresh ones under each, and ε ≥ log((P′_lo − δ)/P_hi).
+/// The audit ([`crate::privacy::mechanism::audit`]) between the worst-case neighbours
+/// {(1, +1)} and {(1, −1)} (replace-one, n = 1), on 20,000 releases of each.
 fn audit_epsilon_lower(m: &Langevin, delta: f64, seed: u64) -> f64 {
-    let rate = |xs: &[f64], t: f64| xs.iter().filter(|&&x| x < t).count();
-    let (pilot_d, pilot_d2) = (
-        releases(m, 1.0, 4000, seed),
-        releases(m, -1.0, 4000, seed + 1),
-    );
-    let mut sorted = pilot_d2.clone();
-    sorted.sort_by(f64::total_cmp);
-    let threshold = (1..100)
-        .map(|q| sorted[q * sorted.len() / 100])
-        .max_by(|&a, &b| {
-            let score = |t| {
-                let (p, p2) = (rate(&pilot_d, t).max(1), rate(&pilot_d2, t));
-                (p2 as f64 / p as f64).ln() - 3.0 / (p as f64).sqrt()
-            };
-            score(a).total_cmp(&score(b))
-        })
-        .expect("thresholds");
-    let draws = 20_000;
-    let (d, d2) = (
-        releases(m, 1.0, draws, seed + 2),
-        releases(m, -1.0, draws, seed + 3),
-    );
-    let (_, p_hi) = clopper_pearson(rate(&d, threshold), draws, 0.025);
-    let (p2_lo, _) = clopper_pearson(rate(&d2, threshold), draws, 0.025);
-    ((p2_lo - delta).max(0.0) / p_hi).ln()
+    crate::privacy::mechanism::audit::epsilon_lower(
+        |noise| release_on(m, 1.0, noise),
+        |noise| release_on(m, -1.0, noise),
+        (delta, 20_000),
+        seed,
+    )
 }
 
 #[test]
