@@ -59,6 +59,7 @@ pub mod delta_rule;
 pub mod kind;
 pub mod lambda;
 pub mod objective_perturbation_gaussian;
+pub mod output_grid;
 pub mod output_stage;
 pub mod spec;
 
@@ -253,7 +254,8 @@ pub trait Mechanism: Send + Sync {
     ) -> Result<Sample, MechanismError>;
     /// Trains on `data` and returns the private learner with its metadata (invariants 1 and 4:
     /// data outside the assumed norm bound is refused; the metadata records whether the noise
-    /// was seeded).
+    /// was seeded). A release whose proof is not `noise-as-sampled` is rounded to the public
+    /// [`output_grid`] (recorded as `parameters["output_grid"]`).
     fn release(&self, data: &Dataset, noise: &mut NoiseSource) -> Result<Release, MechanismError> {
         self.release_until(data, noise, &Stop::never())
     }
@@ -267,9 +269,13 @@ pub trait Mechanism: Send + Sync {
         let assumptions = self.assumptions();
         check_data(data, &assumptions)?;
         let Sample {
-            coefficients,
-            parameters,
+            mut coefficients,
+            mut parameters,
         } = self.sample(data, noise, stop)?;
+        if self.proof() != ProofCoverage::NoiseAsSampled {
+            output_grid::round_to_output_grid(&mut coefficients);
+            parameters.insert("output_grid".to_owned(), output_grid::OUTPUT_GRID);
+        }
         let metadata = ReleaseMetadata {
             mechanism: self.name().to_owned(),
             reference: self.reference().to_owned(),
