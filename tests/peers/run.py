@@ -1,4 +1,4 @@
-"""diffprivlib beside dpagg, on exactly the same rows (issue 11). Not part of CI.
+"""diffprivlib beside dpagg, on exactly the same rows. Not part of CI.
 
     python tests/peers/run.py RESULTS_DIR
 
@@ -9,7 +9,7 @@ epsilon of the experiment, and writes
 
 - RESULTS_DIR/diffprivlib_trials.csv: one line per (dataset, size, trial, epsilon), in the format
   of learners_trials.csv;
-- RESULTS_DIR/comparison.md (printed too): the must-show table of issue 11 (all training rows,
+- RESULTS_DIR/comparison.md (printed too): the must-show table of the individual learners (all training rows,
   epsilon in {0.5, 1, 2}, Diabetes and Breast Cancer: dpagg's default epsilon-DP learner against
   diffprivlib, with the paired margin) and diffprivlib beside every dpagg learner everywhere.
 
@@ -169,7 +169,7 @@ def main():
     trials = len({r["trial"] for r in ours})
     head = [f"diffprivlib {diffprivlib.__version__}, numpy {np.__version__}; {trials} trials; "
             f"accuracy on each trial's test rows, mean over trials.", "",
-            "**Must-show (issue 11): all training rows, pure ε-DP, dpagg defaults vs diffprivlib**", ""]
+            "**Must-show: all training rows, pure ε-DP, dpagg defaults vs diffprivlib**", ""]
     text = "\n".join(head + must_show(cells) + ["", "**Every learner**"] +
                      everything(cells, epsilons, learners)) + "\n"
     (results / "comparison.md").write_text(text)
