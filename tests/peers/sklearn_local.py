@@ -1,4 +1,4 @@
-"""scikit-learn's LogisticRegressionCV beside dpagg's tuned local model, on exactly the same rows
+"""scikit-learn's LogisticRegressionCV beside dpagg's tuned local model, on exactly the same rows.
 Not part of CI.
 
     python tests/peers/sklearn_local.py RESULTS_DIR [--trials N]

@@ -207,8 +207,8 @@ fn the_lambda_grid_follows_the_rows_scale() {
     assert!((grid[0] / grid[16] - 1e8).abs() < 1e-3 * 1e8);
 }
 
-/// The selection rule's planted case: the others' learners are pure noise and the aggregator
-/// has 60 rows. Over 200 seeds the rule must keep local (or a combination equal to it to 1e-9) in at
+/// The selection rule's planted case: the others' learners are pure noise and the aggregator has
+/// 60 rows. Over 200 seeds the rule must keep local (or a combination equal to it to 1e-9) in at
 /// least 95 % of them. Nine random directions do not agree, so every candidate needs
 /// `z_disagree` standard errors. (Without the agreement gate the rule kept 174 of 200: its
 /// misses were stackers that re-parametrise the local model — nine random directions span the

@@ -1,6 +1,6 @@
 //! `experiment lambda`: fits the constant C of a mechanism's `auto` rule λ = C√d / (n ε^{3/2})
-//! by simulation, the way the objective- and output-perturbation rules
-//! (`shared/src/privacy/mechanism/lambda.rs`) were fitted, so that a rule can be re-derived and a new
+//! by simulation, the way the objective- and output-perturbation rules were fitted
+//! (`shared/src/privacy/mechanism/lambda.rs`), so that a rule can be re-derived and a new
 //! mechanism calibrated instead of borrowing another's constant.
 //!
 //! **Grid.** Cells are (shape, n, d, ε): the three shapes of [`super::lambda_shapes`] ×

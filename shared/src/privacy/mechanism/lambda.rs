@@ -212,7 +212,7 @@ mod tests {
 
     #[test]
     fn auto_rules_match_the_research_note() {
-        // The research note's values: Diabetes (n = 600, d = 9) and Breast Cancer (n = 400, d = 31) at ε = 1.
+        // Diabetes (n = 600, d = 9) and Breast Cancer (n = 400, d = 31) at ε = 1.
         let op = AutoRule::ObjectivePerturbation;
         assert!((op.lambda(600, 9, 1.0) - 0.04).abs() < 1e-12);
         assert!((op.lambda(400, 31, 1.0) - 8.0 * 31f64.sqrt() / 400.0).abs() < 1e-12);
