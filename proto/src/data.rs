@@ -1,4 +1,4 @@
-//! Data releases on the wire (issue 14): [`DataSpec`] ⇄ `pb::DataSpec`, [`DataPayload`] ⇄ the
+//! Data releases on the wire: [`DataSpec`] ⇄ `pb::DataSpec`, [`DataPayload`] ⇄ the
 //! body's `payload`, [`PublishedData`] ⇄ `pb::DataReleaseBody` (the one place a served data
 //! release becomes a domain type, with typed [`WireError`]s), and the signed envelope
 //! `pb::DataRelease`.

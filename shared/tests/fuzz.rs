@@ -3,8 +3,7 @@
 //! in a value or a one-line error naming the file, never a panic, and what loads keeps the
 //! invariant the privacy proofs need (every normalised row has ‖x‖₂ ≤ 1, every value finite).
 //!
-//! What each property proves ([`CASES`] = 512 cases each; the file takes about 1.5 s in release
-//! mode on 2 cores):
+//! What each property proves ([`CASES`] = 512 cases each):
 //! - [`arbitrary_bytes_load_or_fail_on_one_line`]: up to 4 KiB of random bytes (and random text)
 //!   written to a file and loaded with `load_csv` against the Diabetes schema (ball map) and its
 //!   paper map.

@@ -1,4 +1,4 @@
-"""Times diffprivlib's LogisticRegression on the rows `dpagg-aggregator bench` fits (issue 26).
+"""Times diffprivlib's LogisticRegression on the rows `dpagg-aggregator bench` fits.
 Not part of CI; `bench` runs it when a Python with diffprivlib is available.
 
     python tests/peers/diffprivlib_fit.py [--repeats R] FILE N P [FILE N P ...]

@@ -1,4 +1,4 @@
-"""diffprivlib beside dpagg, on exactly the same rows (issue 11). Not part of CI.
+"""diffprivlib beside dpagg, on exactly the same rows. Not part of CI.
 
     python tests/peers/run.py RESULTS_DIR
 
@@ -9,11 +9,11 @@ epsilon of the experiment, and writes
 
 - RESULTS_DIR/diffprivlib_trials.csv: one line per (dataset, size, trial, epsilon), in the format
   of learners_trials.csv;
-- RESULTS_DIR/comparison.md (printed too): the must-show table of issue 11 (all training rows,
-  epsilon in {0.5, 1, 2}, Diabetes and Breast Cancer: dpagg's default epsilon-DP learner against
-  diffprivlib, with the paired margin) and diffprivlib beside every dpagg learner everywhere.
+- RESULTS_DIR/comparison.md (printed too): the must-show table of the individual learners (all
+  training rows, epsilon in {0.5, 1, 2}, Diabetes and Breast Cancer: dpagg's default epsilon-DP
+  learner against diffprivlib, with the paired margin) and diffprivlib beside every dpagg learner everywhere.
 
-diffprivlib is run as the issue ran it: each feature mapped from the schema's declared [lo, hi]
+diffprivlib is run this way: each feature mapped from the schema's declared [lo, hi]
 onto [-1, 1], rows clipped to norm 1, LogisticRegression(epsilon, data_norm=1) with its defaults
 (C = 1, fit_intercept = True). Synthetic rows are already on the unit sphere and are used as they
 are. Its random_state in a trial is the trial's peer_seed plus the index of epsilon.
@@ -40,7 +40,7 @@ EPS_DP_DEFAULTS = [DEFAULT, "output perturbation, ε-DP"]
 
 
 def real_rows(name):
-    """The bundled CSV mapped as the issue mapped it for diffprivlib: bounds to [-1, 1], rows
+    """The bundled CSV mapped for diffprivlib: bounds to [-1, 1], rows
     clipped to norm 1; labels +1 / -1 by the schema."""
     stem = DATA[name]
     schema = tomllib.loads((REPO / "data" / f"{stem}.schema.toml").read_text())
@@ -169,7 +169,7 @@ def main():
     trials = len({r["trial"] for r in ours})
     head = [f"diffprivlib {diffprivlib.__version__}, numpy {np.__version__}; {trials} trials; "
             f"accuracy on each trial's test rows, mean over trials.", "",
-            "**Must-show (issue 11): all training rows, pure ε-DP, dpagg defaults vs diffprivlib**", ""]
+            "**Must-show: all training rows, pure ε-DP, dpagg defaults vs diffprivlib**", ""]
     text = "\n".join(head + must_show(cells) + ["", "**Every learner**"] +
                      everything(cells, epsilons, learners)) + "\n"
     (results / "comparison.md").write_text(text)

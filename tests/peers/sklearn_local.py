@@ -1,5 +1,5 @@
-"""scikit-learn's LogisticRegressionCV beside dpagg's tuned local model, on exactly the same rows
-(issue 21). Not part of CI.
+"""scikit-learn's LogisticRegressionCV beside dpagg's tuned local model, on exactly the same rows.
+Not part of CI.
 
     python tests/peers/sklearn_local.py RESULTS_DIR [--trials N]
 

@@ -630,7 +630,7 @@ async fn the_final_model_never_sees_the_test_rows() {
         );
         let r = report(dir.path());
         assert_eq!(r["test_rows"], 100);
-        // predict on the test file reproduces the report's test accuracy exactly (issue 21).
+        // predict on the test file reproduces the report's test accuracy exactly.
         let scored = run(
             "dpagg-aggregator",
             &[
@@ -806,7 +806,7 @@ async fn node_text_is_cleaned_and_capped_in_every_output() {
 
 /// A spec whose training runs past the node's `max_training_seconds` is charged once: the node
 /// answers FAILED_PRECONDITION (not a passing fault), the aggregator does not retry it, and a
-/// second run gets the same answer without a second charge (issue 23).
+/// second run gets the same answer without a second charge.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_training_is_charged_once_however_often_the_aggregator_asks() {
     let dir = tempfile::tempdir().expect("tempdir");

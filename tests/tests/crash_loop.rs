@@ -1,4 +1,4 @@
-//! A kill -9 loop (issue 13): a real `dpagg-node serve` is SIGKILLed 100 times, each time in the
+//! A kill -9 loop: a real `dpagg-node serve` is SIGKILLed 100 times, each time in the
 //! middle of a burst of concurrent `PublishLearner` calls, and restarted on the same state folder.
 //! After every restart:
 //!

@@ -1,4 +1,4 @@
-//! Data releases over real gRPC (issue 14): a `dpagg-node` process publishes statistics and a
+//! Data releases over real gRPC: a `dpagg-node` process publishes statistics and a
 //! synthetic dataset under its policy, the ledger shows each charge, the composed spend and the
 //! releases survive a restart and a crash, and refusals get their typed statuses.
 

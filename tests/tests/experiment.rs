@@ -238,7 +238,7 @@ fn bad_experiment_input_is_a_one_line_error() {
     assert_one_line_error(&out, &["epsilon"]);
 }
 
-/// `experiment lambda` (issue 25) on a small grid: every cell of every candidate written, the
+/// `experiment lambda` on a small grid: every cell of every candidate written, the
 /// fitted constant printed, the same seed giving the same CSVs, and bad grids refused.
 #[test]
 fn lambda_fits_a_constant_reproducibly_and_refuses_bad_grids() {

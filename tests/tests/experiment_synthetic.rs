@@ -1,4 +1,4 @@
-//! `dpagg-aggregator experiment synthetic --quick` (issue 14) end to end: every output written with
+//! `dpagg-aggregator experiment synthetic --quick` end to end: every output written with
 //! its columns, scenarios and ε, accuracies in [0, 1], paired differences consistent with them,
 //! and the CSVs a function of the seed.
 

@@ -230,7 +230,7 @@ async fn concurrent_publishes_never_overspend() {
     assert_eq!(learner_count(&mut c).await, 5);
 }
 
-/// Reflection is off unless the access policy enables it (issue 13).
+/// Reflection is off unless the access policy enables it.
 #[tokio::test]
 async fn reflection_is_off_by_default() {
     use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
@@ -956,7 +956,7 @@ fn extra_csv_columns_are_named() {
     );
 }
 
-/// `ListLearners` pages (issue 13: all releases in one answer outgrew the 4 MiB message limit).
+/// `ListLearners` pages (all releases in one answer would outgrow the 4 MiB message limit).
 #[tokio::test]
 async fn list_learners_pages_through_every_release_once() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -1016,7 +1016,7 @@ async fn list_learners_pages_through_every_release_once() {
     }
 }
 
-/// A client cannot make the node train for ever (issue 13: `max_steps = 1e18` once held the
+/// A client cannot make the node train for ever (`max_steps = 1e18` once held the
 /// write lock at 100 % CPU): training runs outside the write lock and stops at the node's
 /// `max_training_seconds`; the charge reserved before training stands (whether training
 /// finishes in time may depend on the data), and other publishes are never blocked.

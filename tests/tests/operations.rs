@@ -1,4 +1,4 @@
-//! Operating a node for months (issue 24), with real processes: metrics a Prometheus parser
+//! Operating a node for months, with real processes: metrics a Prometheus parser
 //! reads and that match the ledger, an audit line for every read with the caller's identity,
 //! JSON fatal errors, no budget spent on a training that cannot finish in time, budget messages
 //! that name the limit, TLS failures named and not retried, `releases --json`, and commands that

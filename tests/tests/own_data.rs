@@ -1,4 +1,4 @@
-//! Issue 21 end to end: a CSV as a hospital exports it, `schema init`, observed bounds refused
+//! Own data end to end: a CSV as a hospital exports it, `schema init`, observed bounds refused
 //! until replaced, `check` and its traps (`--strict`), `experiment utility --dataset`, and
 //! `predict` with its one-line errors. (`tests/own_data_steps.sh` runs docs/own-data.md, and
 //! `tests/aggregator.rs` checks that `predict` reproduces a run's test accuracy.)

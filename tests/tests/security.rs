@@ -1,4 +1,4 @@
-//! Organisations that know each other (issue 13), with real processes: mutual TLS refuses
+//! Organisations that know each other, with real processes: mutual TLS refuses
 //! strangers at the handshake (another CA, an expired certificate), a certificate that names
 //! another organisation excludes the node, the write allow-list refuses a client without touching
 //! the ledger, a tampered learner fails its signature, and `verify` accepts an untouched report
@@ -120,7 +120,7 @@ fn strangers_are_refused_at_the_handshake() {
         d,
     );
     assert!(!out.status.success(), "plain text is refused");
-    // Each refusal left an audit line with the peer's address and the reason (issue 23).
+    // Each refusal left an audit line with the peer's address and the reason.
     let logged = std::fs::read_to_string(&log).expect("log");
     let refusals: Vec<&str> = logged
         .lines()
@@ -307,7 +307,7 @@ fn identities_signatures_and_reports_are_checked_end_to_end() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("valid: 1 signed release(s)"));
 
     // A report signed by another member is valid as a signature, but not as the aggregator's:
-    // `verify --signer` tells them apart (issue 23).
+    // `verify --signer` tells them apart.
     let config = aggregator_config(&as_org2, &fed.join("org-2"), &[node.https_url()], "");
     assert_success(&run_aggregator(&as_org2, &config));
     let by_org_2 = as_org2.join("report/report.json");

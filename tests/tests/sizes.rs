@@ -1,4 +1,4 @@
-//! The size rules of the code base (issue 27): no non-test source file over 600 lines and no
+//! The size rules of the code base: no non-test source file over 600 lines and no
 //! function over 80 lines, in every crate of the workspace.
 //!
 //! Run it alone with `cargo test --release -p dpagg-tests --test sizes`; CI runs it with the rest of

@@ -10,7 +10,7 @@
 //!   fits ([`super::bench_peer`]), when a Python with diffprivlib is available (`--python`;
 //!   otherwise one line says why the column is missing).
 //!
-//! It ends with the table of issue 26: each ratio measured in this run and whether its target
+//! It ends with the table of targets: each ratio measured in this run and whether its target
 //! (fits ≥ 10× diffprivlib, mirror averaging of 1,000 learners × 1e5 rows ≤ 0.3 s) is met.
 
 use super::bench_peer;
@@ -230,7 +230,7 @@ fn peer_times(stdout: &mut Out, python: Option<&str>) -> Result<Option<Vec<f64>>
     }
 }
 
-/// The table of issue 26: every ratio of this run against its target.
+/// The table of targets: every ratio of this run against its target.
 fn summary(stdout: &mut Out, fits: &[f64], peer: Option<&[f64]>, mirror: f64) -> Result<()> {
     let met = |ok: bool| if ok { "met" } else { "NOT met" };
     writeln!(

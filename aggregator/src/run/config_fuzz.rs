@@ -2,8 +2,7 @@
 //! binary crate): whatever the file holds, resolving it ends in a [`RunConfig`] or a one-line
 //! [`ConfigError`] that starts with the file's path, never a panic.
 //!
-//! What each property proves ([`CASES`] = 512 cases each; about 2 s each in release mode on
-//! 2 cores):
+//! What each property proves ([`CASES`] = 512 cases each):
 //! - [`arbitrary_text_resolves_or_fails_on_one_line`]: random text (any Unicode, and text made of
 //!   TOML's own characters) as the file, read with `read_toml` and resolved with
 //!   `Settings::resolve` as `run --config` does.

@@ -1,4 +1,4 @@
-//! Data releases in the store (statistics, synthetic data; issue 14): the serialised body as
+//! Data releases in the store (statistics, synthetic data): the serialised body as
 //! served and its charge, one row of `data_releases`, published through the one reservation
 //! path (`reserve.rs`) as learners are.
 

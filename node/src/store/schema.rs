@@ -36,7 +36,7 @@ CREATE TABLE IF NOT EXISTS unfinished (
     relation TEXT NOT NULL,
     rdp TEXT
 );
--- Data releases (statistics, synthetic data; issue 14): the serialised body as served, and its
+-- Data releases (statistics, synthetic data): the serialised body as served, and its
 -- charge in the same row (one statement commits both).
 CREATE TABLE IF NOT EXISTS data_releases (
     release_id TEXT PRIMARY KEY,

@@ -1,5 +1,5 @@
 //! How far the other organisations' learners agree on a direction: the gate of the final
-//! model's selection (issue 22).
+//! model's selection.
 //!
 //! Each released learner θ_m gives a direction u_m = θ_m/‖θ_m‖₂ (a learner with θ = 0 has none
 //! and counts as u_m = 0). With r̄ the mean pairwise cosine ⟨u_m, u_m'⟩ over m ≠ m', the

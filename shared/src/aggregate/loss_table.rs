@@ -1,7 +1,7 @@
 //! [`LossTable`]: every expert's logistic loss on every row of one dataset, computed once by the
 //! mirror-averaging sweep's own kernel, so that the aggregations a simulation runs on the same
 //! rows — mirror averaging of the others' learners, mirror averaging with the own model, the
-//! best single learner — read the losses instead of each recomputing them (issue 26).
+//! best single learner — read the losses instead of each recomputing them.
 //!
 //! Each entry is what the sweep computes for that (row, expert) whatever the block it falls in
 //! (a matrix product's entry, then the loss), so an aggregation that reads the table gives the

@@ -1,5 +1,5 @@
 //! The final model: what the aggregator uses, chosen on its own training rows so that joining
-//! never leaves it worse off than what it knows alone (issue 12).
+//! never leaves it worse off than what it knows alone.
 //!
 //! **Candidates**, each fitted on the aggregator's own training rows:
 //! - [`Candidate::Local`]: non-private L2 logistic regression, λ chosen by stratified k-fold
@@ -18,7 +18,7 @@
 //! - [`Candidate::StackingMargins`]: the same on the margins only (θ = Σ_m w_m u_m): fewer
 //!   parameters, better when the experts carry most of the signal and the own rows are few.
 //!
-//! **Selection** (issue 22). Repeated stratified k-fold cross-validation on the training rows:
+//! **Selection.** Repeated stratified k-fold cross-validation on the training rows:
 //! in each fold every candidate is rebuilt on the other folds and scored row by row on the
 //! held-out fold, paired with the local model, by accuracy and by held-out logistic loss after
 //! a one-scale calibration fitted on the fold's fit rows ([`super::calibrate`]: accuracy

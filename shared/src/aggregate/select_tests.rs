@@ -179,7 +179,7 @@ fn paired_gain_of_a_model_against_itself_is_zero_and_too_few_rows_are_refused() 
 
 /// Rows that use little of the unit ball (the paper map's 1/√(d + 1)) need a small λ: the
 /// grid follows the rows' scale, so the tuned model on rows shrunk 20-fold is the tuned model
-/// on the original rows (issue 21: the old fixed grid stopped at 1e-4 and lost 4 points).
+/// on the original rows (a fixed grid stopped at 1e-4 and lost 4 points).
 #[test]
 fn the_lambda_grid_follows_the_rows_scale() {
     let train = data(600, 31);
@@ -207,8 +207,8 @@ fn the_lambda_grid_follows_the_rows_scale() {
     assert!((grid[0] / grid[16] - 1e8).abs() < 1e-3 * 1e8);
 }
 
-/// Issue 22's planted case: the others' learners are pure noise and the aggregator has 60
-/// rows. Over 200 seeds the rule must keep local (or a combination equal to it to 1e-9) in at
+/// The selection rule's planted case: the others' learners are pure noise and the aggregator has
+/// 60 rows. Over 200 seeds the rule must keep local (or a combination equal to it to 1e-9) in at
 /// least 95 % of them. Nine random directions do not agree, so every candidate needs
 /// `z_disagree` standard errors. (Without the agreement gate the rule kept 174 of 200: its
 /// misses were stackers that re-parametrise the local model — nine random directions span the

@@ -301,8 +301,8 @@ mod tests {
         }
     }
 
-    /// NOTES.md §F.5: the default ball map of Breast Cancer rows 0 and 1, as computed by the
-    /// research prototype (`h2h.default_map`), to the prototype's printed precision.
+    /// The default ball map of Breast Cancer rows 0 and 1, as computed by the
+    /// research prototype, to the prototype's printed precision.
     #[test]
     fn breast_cancer_ball_rows_match_the_prototype() {
         let (d, report) = Bundled::BreastCancer.load();

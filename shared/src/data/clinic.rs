@@ -1,4 +1,4 @@
-//! The clinic scenario (issue 12): where a federation should pay. A small aggregating
+//! The clinic scenario: where a federation should pay. A small aggregating
 //! organisation (100 rows) and 9 hospitals of 2,000 rows each, on synthetic logistic data in
 //! d = 20 with a Bayes accuracy near 0.82; the test set has 5,000 rows.
 //!

@@ -1,4 +1,4 @@
-//! The traps a schema can set for its own data, each found with its fix (issue 21).
+//! The traps a schema can set for its own data, each found with its fix.
 //!
 //! A schema can be valid and still waste a feature or the whole map: a `log1p` feature whose
 //! `center` is in raw units (200 instead of ln 201) standardises every value to about −190, so

@@ -7,7 +7,7 @@
 //! - [`csv`]: reading a CSV file against a schema; every error names file, line and column.
 //! - [`bundled`]: the two public datasets compiled into the binaries, and the paper's splits.
 //! - [`synthetic`]: Minami et al. 2015, §5.1 synthetic data.
-//! - [`clinic`]: the clinic scenario of issue 12 (a small aggregator, large hospitals, d = 20).
+//! - [`clinic`]: the clinic scenario (a small aggregator, large hospitals, d = 20).
 //! - [`ehr`]: EHR-like wide tables (zero-heavy counts, flags, skewed laboratory values) with
 //!   a bounds-only schema, for the lab's wide scenarios.
 //! - [`partition`]: partitions over organisations and stratified test splits.

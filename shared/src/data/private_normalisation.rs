@@ -1,5 +1,5 @@
 //! Ball-map centres and scales from the organisations' **private statistics** instead of
-//! declared constants (issue 14, item 4): each organisation releases the per-class moments of
+//! declared constants: each organisation releases the per-class moments of
 //! its rows ([`crate::privacy::statistics::moments`], by the Gaussian mechanism), the releases
 //! are pooled, and the pooled mean and standard deviation of each feature become its `center`
 //! and `scale` in the ball map ([`crate::data::normalise`]).

@@ -1,4 +1,4 @@
-//! `dpagg-node schema init`: a commented schema drafted from a CSV file (issue 21).
+//! `dpagg-node schema init`: a commented schema drafted from a CSV file.
 //!
 //! It writes every column of the file: the label's two values, each numeric column as a feature,
 //! the missing markers it saw (blank, `NA`, `NULL`, …) in `[csv] missing`, the separator when it

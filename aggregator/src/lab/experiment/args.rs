@@ -29,10 +29,10 @@ pub(super) enum Command {
     /// size and on all training rows; writes the splits for tests/peers/.
     Learners(LearnersArgs),
     /// Is joining worth it? Tuned local, every final-model candidate, the final model, the
-    /// trusted curator and centralised non-private, per dataset and ε (issue 12).
+    /// trusted curator and centralised non-private, per dataset and ε.
     Utility(UtilityArgs),
     /// Synthetic data (Miura et al. 2022) against mirror averaging at equal ε: every node's
-    /// `mvn-synthetic-gaussian` rows pooled with the aggregator's, per dataset and ε (issue 14).
+    /// `mvn-synthetic-gaussian` rows pooled with the aggregator's, per dataset and ε.
     Synthetic(SyntheticArgs),
     /// Fit the constant C of a mechanism's `auto` rule λ = C√d/(n ε^{3/2}) on synthetic data of
     /// three shapes (288 cells by default; see EXPERIMENTS.md).

@@ -1,5 +1,5 @@
 //! `experiment lambda`: fits the constant C of a mechanism's `auto` rule λ = C√d / (n ε^{3/2})
-//! by simulation, the way issue 11 fitted the objective- and output-perturbation rules
+//! by simulation, the way the objective- and output-perturbation rules were fitted
 //! (`shared/src/privacy/mechanism/lambda.rs`), so that a rule can be re-derived and a new
 //! mechanism calibrated instead of borrowing another's constant.
 //!

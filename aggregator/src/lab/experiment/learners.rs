@@ -5,7 +5,7 @@
 //! is worth.
 //!
 //! Every learner runs with the defaults a user gets (λ = auto, the schema's ball map), except the
-//! last row, the paper's setup as dpagg ran it before issue 11 (CMS 2011 Algorithm 2, λ = 0.01,
+//! last row, the paper's setup as dpagg first ran it (CMS 2011 Algorithm 2, λ = 0.01,
 //! paper map), and the non-private reference. Outputs: `learners.csv` (mean, sd and standard error
 //! over trials), `learners_trials.csv` (every trial, for paired comparisons), `learners.md`
 //! (printed too), `learners_org.{svg,png}` and `learners_all.{svg,png}`, and for peers

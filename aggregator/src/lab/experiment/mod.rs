@@ -1,4 +1,4 @@
-//! `dpagg-aggregator experiment`: the reproduction of Minami et al. 2015, §5 (issue 5).
+//! `dpagg-aggregator experiment`: the reproduction of Minami et al. 2015, §5.
 //!
 //! - `experiment paper --out DIR` runs the paper's setups with [`dpagg_shared::simulation`] (Fig. 3
 //!   and Table 2 on synthetic data, Fig. 4 Breast Cancer, Fig. 5 Diabetes), a figure of every
@@ -9,17 +9,16 @@
 //!   with one setting changed at a time (λ convention, the local baseline's λ, the normalisation
 //!   of the real data, the law of the synthetic points) and tabulates the baselines and the
 //!   aggregate.
-//! - `experiment learners --out DIR` measures each individual private learner (issue 11) at the
+//! - `experiment learners --out DIR` measures each individual private learner at the
 //!   defaults a user gets, per ε, dataset and training size, and writes the exact splits so
 //!   that `tests/peers/` can run diffprivlib on the same rows.
 //!
-//! - `experiment utility --out DIR` asks whether joining pays (issue 12): the tuned local model,
+//! - `experiment utility --out DIR` asks whether joining pays: the tuned local model,
 //!   every candidate of the final model, the final model, the trusted curator and centralised
 //!   non-private, on the paper's datasets and the clinic scenario, with paired differences.
 //! - `experiment synthetic --out DIR` compares a model trained on the nodes' synthetic rows (seed
 //!   003, `mvn-synthetic-gaussian`) pooled with the aggregator's own rows with mirror averaging at
-//!   equal ε, beside tuned local and centralised, on the paper's datasets and synthetic data
-//!   (issue 14).
+//!   equal ε, beside tuned local and centralised, on the paper's datasets and synthetic data.
 //! - `experiment lambda --out DIR --mechanism NAME` fits the constant of a mechanism's `auto`
 //!   regulariser rule on synthetic data of three shapes ([`lambda_rule`], [`lambda_shapes`]).
 //!

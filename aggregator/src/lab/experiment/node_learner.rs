@@ -1,6 +1,6 @@
 //! What the nodes of `experiment utility` release: the default (objective perturbation, ε-DP,
 //! λ = auto) or the mechanism and δ of `--mechanism` / `--delta`, e.g. the proven `langevin` chain
-//! (issue 25: the final model's must-shows with nodes releasing it).
+//! (the final model's must-shows with nodes releasing it).
 
 use super::args::UtilityArgs;
 use anyhow::{Context, Result};

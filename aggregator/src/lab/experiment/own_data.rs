@@ -1,5 +1,5 @@
 //! `experiment utility --dataset my.csv --schema my.toml`: "would joining pay for my data?" on a
-//! CSV file the lab has never seen (issue 21).
+//! CSV file the lab has never seen.
 //!
 //! The file is loaded with its public schema (the same map a node and the aggregator use). Every
 //! trial draws a class-stratified test set (`--test-fraction`, default 0.2), then deals the other

@@ -1,6 +1,5 @@
 //! `experiment synthetic`: training on the nodes' synthetic data against mirror averaging at equal
-//! ε (issue 14: "synthetic-data training vs mirror averaging at equal ε on Diabetes, Breast Cancer
-//! and synthetic data").
+//! ε, on Diabetes, Breast Cancer and synthetic data.
 //!
 //! **Scenarios and splits.** Those of `experiment utility` ([`super::utility::Source`], the same
 //! seed paths, so a trial has exactly `experiment utility`'s rows for the same seed):

@@ -1,4 +1,4 @@
-//! `experiment utility`: is an organisation better off joining than alone? (issue 12)
+//! `experiment utility`: is an organisation better off joining than alone?
 //!
 //! Five scenarios ([`super::scenarios`]), each trial with fresh splits, data and noise: the
 //! paper's Diabetes and Breast Cancer splits, its synthetic data, the clinic, and Diabetes

@@ -1,4 +1,4 @@
-//! `dpagg-aggregator run --train-on synthetic` (issue 14): besides the learners, ask every node
+//! `dpagg-aggregator run --train-on synthetic`: besides the learners, ask every node
 //! for a synthetic dataset at the same (ε, δ) — Miura et al.'s (2022) normal distribution fitted to
 //! its rows, with the mean and second moment perturbed by the Gaussian mechanism first
 //! (`mvn-synthetic-gaussian`) — pool the rows with the aggregator's own training rows, and train a

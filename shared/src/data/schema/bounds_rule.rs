@@ -1,4 +1,4 @@
-//! The default ball map: a feature's centre and scale from its declared bounds only (issue 21).
+//! The default ball map: a feature's centre and scale from its declared bounds only.
 //!
 //! A schema that declares a feature's `lo` and `hi` (and, optionally, its `transform`) but no
 //! `center` and `scale` gets them by one public rule that reads nothing else:

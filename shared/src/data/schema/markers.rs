@@ -1,4 +1,4 @@
-//! How a file is written: missing-value markers and the `[csv]` table (issue 21).
+//! How a file is written: missing-value markers and the `[csv]` table.
 //!
 //! Hospitals' tools write "not measured" in many ways: an empty cell, `NA`, `NULL`, or a number
 //! such as `0` or `-999`. A schema declares them, per feature (`missing = 0`, `missing = "NA"`,

@@ -1,4 +1,4 @@
-//! Data releases: what a node publishes besides learners (issue 14) — private statistics (seed
+//! Data releases: what a node publishes besides learners — private statistics (seed
 //! 002) and private synthetic data (Miura et al. 2022) — as one spec type, one calibration step and
 //! one template, so node, wire and lab name them the same way.
 //!

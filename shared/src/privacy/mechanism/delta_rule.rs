@@ -14,7 +14,7 @@
 //! **μ = λ + Δ**. Algorithm 2 of the paper picks Δ = 0 whenever that leaves ε′ > 0, however small —
 //! the "dip" (n = 50, λ = 0.01: ε = 0.9 gets ε′ ≈ 0.09). A huge Δ, on the other hand, maximises ε′
 //! and kills the signal. The rule here minimises an upper bound on the expected excess
-//! regularised risk instead (research note `NOTES.md` §B.2). With J_λ(θ) = (1/n)Σℓ + (λ/2)‖θ‖²:
+//! regularised risk instead. With J_λ(θ) = (1/n)Σℓ + (λ/2)‖θ‖²:
 //!
 //! 1. J_μ is μ-strongly convex and θ_priv minimises J_μ + bᵀθ/n, so
 //!    J_μ(θ_priv) − J_μ(θ_μ) ≤ ‖b‖²/(n²μ);                                          (B.1)
@@ -134,7 +134,7 @@ mod tests {
 
     #[test]
     fn pure_rule_matches_the_research_prototype() {
-        // NOTES.md §F.5 (delta_rule.py: delta_rule_pure): n = 50, d = 10, λ = 0.01.
+        // The research prototype's value: n = 50, d = 10, λ = 0.01.
         let c = pure(50, 10, 0.9, 0.01);
         assert!((c.mu - 0.0752).abs() < 5e-4, "{c:?}");
         assert!((c.epsilon_prime - 0.77).abs() < 5e-3, "{c:?}");

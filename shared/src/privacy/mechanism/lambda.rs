@@ -3,12 +3,12 @@
 //! dimension d of θ (intercept column included), ε, δ and the mechanism (invariant 2: never a
 //! statistic of the data).
 //!
-//! # The `auto` rules (issue 11; research note `NOTES.md` §C)
+//! # The `auto` rules
 //!
 //! | mechanism | λ_auto |
 //! |---|---|
 //! | objective perturbation, ε-DP and (ε, δ) (and CMS 2011 Algorithm 2) | 8√d / (n ε^{3/2}) |
-//! | output perturbation; `langevin` (issue 25: fitted on its own, C = 60) | 60√d / (n ε^{3/2}) |
+//! | output perturbation; `langevin` (fitted on its own, C = 60) | 60√d / (n ε^{3/2}) |
 //! | DP-SGD (accuracy is nearly flat in λ) | 0.056√d / n |
 //! | Gibbs posterior, DP-SGD of BST 2014 | 0.01 (not calibrated: Minami et al. 2015, §5.1's value) |
 //!
@@ -212,7 +212,7 @@ mod tests {
 
     #[test]
     fn auto_rules_match_the_research_note() {
-        // NOTES.md §F.5: Diabetes (n = 600, d = 9) and Breast Cancer (n = 400, d = 31) at ε = 1.
+        // Diabetes (n = 600, d = 9) and Breast Cancer (n = 400, d = 31) at ε = 1.
         let op = AutoRule::ObjectivePerturbation;
         assert!((op.lambda(600, 9, 1.0) - 0.04).abs() < 1e-12);
         assert!((op.lambda(400, 31, 1.0) - 8.0 * 31f64.sqrt() / 400.0).abs() < 1e-12);

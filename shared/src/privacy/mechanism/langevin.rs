@@ -36,7 +36,7 @@
 //! ([`crate::privacy::accounting::calibrate_sigma`] at q = 1, T = 1: ρ₀ = 1/(2σ_G²)); that curve
 //! is what [`Mechanism::rdp`] publishes, before any data is seen. At release, n and d (public)
 //! resolve λ ([`AutoRule::OutputPerturbation`] for `auto`: fitted for this chain by `experiment
-//! lambda`, issue 25), then η = `step_scale`/β,
+//! lambda`), then η = `step_scale`/β,
 //! c = 1 − ηλ, s = 2η/n and σ = s·σ_G·√((1 + c)/(1 − c)), so that ρ_∞ ≤ ρ₀: the guarantee holds
 //! for **every** K, and K is chosen for utility — the smallest K with c^K ≤ `tolerance` (the
 //! noiseless descent's distance to the minimiser, at most ‖θ*‖ ≤ 1/λ, shrinks by c^K), capped at

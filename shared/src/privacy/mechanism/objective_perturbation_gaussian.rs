@@ -20,7 +20,7 @@
 //!   (eq. B.5 of [`super::delta_rule`]), never below line 1's bound; then the **snapped output
 //!   stage** of [`super::output_stage`] at ε₂ = fε (f = `output_fraction`, default 0.01), which
 //!   covers the solver's inexact minimiser and puts the release on a public grid, so the f64
-//!   noise leaks nothing through its low bits (issue 23).
+//!   noise leaks nothing through its low bits.
 //!
 //! **Guarantee:** (ε, δ)-DP under the replace-one neighbour relation. Published: KST 2012
 //! Theorem 2 for the exact minimiser. Rule: the exact minimiser is (ε₁, δ₁)-DP by Theorem 2; the

@@ -1,5 +1,5 @@
 //! Per-feature, per-class **histograms over public bins**, by the Laplace mechanism with global
-//! sensitivity (issue 14 item 2; Kashima, lecture notes on Chapter 16 of Aggarwal & Yu 2008,
+//! sensitivity (Kashima, lecture notes on Chapter 16 of Aggarwal & Yu 2008,
 //! *Privacy-Preserving Data Mining* — slide 15, Lap(GS_f/ε); slide 18, "GS_hist = 2" for a
 //! histogram under replace-one; slide 11, Lemma 16.7, composition).
 //!

@@ -1,4 +1,4 @@
-//! Private descriptive statistics of a node's rows (issue 14 item 2, "Statistics", Kashima's
+//! Private descriptive statistics of a node's rows ("Statistics", Kashima's
 //! lecture notes on Chapter 16 "Private Data Analysis via Output Perturbation" of
 //! Aggarwal & Yu (Eds.) 2008, *Privacy-Preserving Data Mining*).
 //!

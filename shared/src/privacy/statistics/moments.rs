@@ -1,6 +1,6 @@
 //! Per-class **count, sums, means, variances and covariance matrix** of a node's rows, by the
 //! Laplace mechanism with ℓ₁ global sensitivity or the Gaussian mechanism with ℓ₂ global
-//! sensitivity (issue 14 item 2; Kashima, lecture notes on Chapter 16 of Aggarwal &
+//! sensitivity (Kashima, lecture notes on Chapter 16 of Aggarwal &
 //! Yu 2008, *Privacy-Preserving Data Mining* — slide 15, "Lap(GS_f/ε) is ε-differentially private",
 //! GS_f = max over neighbours of ||f(x) − f(x′)||₁; slide 18, the global sensitivities of sums and
 //! means; slide 19, statistics released together and derived by the user from noisy sums and

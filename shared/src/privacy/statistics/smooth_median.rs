@@ -28,7 +28,7 @@
 //! under **replace-one** (smooth sensitivity is defined over Hamming distance on datasets of a
 //! fixed size n, slide 9's dist_H, Definition 16.4).
 //!
-//! **Exact discrete noise (issue 23, item 4).** Laplace noise drawn in f64 leaks through its
+//! **Exact discrete noise.** Laplace noise drawn in f64 leaks through its
 //! low-order bits (Mironov, CCS 2012), and snapping does not apply (its Theorem 1 is for a fixed
 //! scale; here the scale depends on the data). The release is therefore made on a public grid
 //! ([`grid`]): the median in integer cells c = round((med − c₀)/g) of a power of two
@@ -47,7 +47,7 @@
 //! a = 1/t_min and δ_c the continuous certificate ([`exact_delta::discrete_delta`], proof there).
 //! That is the δ the range check below certifies.
 //!
-//! **Range of validity (issue 23).** The admissibility of Laplace holds for small ε only;
+//! **Range of validity.** The admissibility of Laplace holds for small ε only;
 //! [`exact_delta`] computes the δ that can be certified at the requested ε — for the discrete
 //! release, [`exact_delta::discrete_delta`], never below the continuous value — and a release
 //! whose certified δ exceeds the stated one is refused ([`SmoothMedianError::OutsideProof`])
@@ -138,7 +138,7 @@ impl SmoothMedianParams {
             return Err(SmoothMedianError::InvalidBounds(self.lo, self.hi));
         }
         let grid = MedianGrid::new(self)?;
-        // NRS 2007's admissibility of Laplace holds for small ε only (issue 23): the real δ of
+        // NRS 2007's admissibility of Laplace holds for small ε only: the real δ of
         // the discrete release is computed and must not exceed the stated one (1e-9 relative
         // slack for rounding).
         let actual = exact_delta::discrete_delta(self.epsilon, self.beta(), grid.min_scale_cells());

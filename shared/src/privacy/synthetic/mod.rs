@@ -7,7 +7,7 @@
 //!   released rows (Proposition 2.4), its conversion to (ε, δ) (Proposition 2.5), its RDP curve for
 //!   the ledger, and the paper's Tables 1 and 2.
 //!
-//! - [`mvn_release`]: the releases a node makes (issue 14): rows of the schema mapped to the unit
+//! - [`mvn_release`]: the releases a node makes: rows of the schema mapped to the unit
 //!   cube with their label; [`mvn_release::MvnPlain`], Miura et al.'s (2022) mechanism behind a
 //!   propose-test-release of its eigenvalue assumption, charged by Theorem 3.2; and
 //!   [`mvn_release::MvnGaussian`], the mean and second moment perturbed by the Gaussian mechanism

@@ -1,9 +1,9 @@
-//! The δ the smooth-sensitivity Laplace release really has at a given ε (issue 23).
+//! The δ the smooth-sensitivity Laplace release really has at a given ε.
 //!
 //! NRS 2007 §2 calls Laplace noise (ε/2, ε/(2 ln(2/δ)))-admissible: added at scale S*(x)/(ε/2)
 //! to f(x), where S* is a β-smooth upper bound on the local sensitivity, the release is
 //! (ε, δ)-DP. The dilation part of that argument uses 1 − e^{−β} ≈ β, which holds for small ε
-//! only: for large ε per median the stated δ is exceeded (the review of issue 23 measured 1.9×
+//! only: for large ε per median the stated δ is exceeded (the second hardening review measured 1.9×
 //! at ε = 16, δ = 10⁻⁶). This module computes the δ that can be certified for the two
 //! neighbours' output laws directly, so a release outside the valid range is refused before any
 //! data is read. The certificate is taken over every pair of laws the smoothness allows (any

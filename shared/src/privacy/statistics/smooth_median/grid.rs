@@ -1,5 +1,5 @@
-//! The public grid of the smooth-median release and its discrete Laplace scale (issue 23:
-//! noise without floating-point leaks). The argument that the release keeps its (ε, δ) is in
+//! The public grid of the smooth-median release and its discrete Laplace scale (noise
+//! without floating-point leaks). The argument that the release keeps its (ε, δ) is in
 //! the parent module's documentation and in [`super::exact_delta::discrete_delta`].
 //!
 //! For values in [lo, hi] (w = hi − lo), all public:
