@@ -217,7 +217,9 @@ mod tests {
     #[test]
     fn max_row_norm_is_the_largest_row_norm_over_every_block() {
         let (n, p) = (3 * 4096 + 5, 3);
-        let mut x: Vec<f64> = (0..n * p).map(|i| ((i * 37) % 101) as f64 / 404.0).collect();
+        let mut x: Vec<f64> = (0..n * p)
+            .map(|i| ((i * 37) % 101) as f64 / 404.0)
+            .collect();
         for (row, v) in [(7, 0.9), (2 * 4096 + 1, 0.95), (n - 1, 0.97)] {
             x[row * p] = v;
         }
