@@ -56,6 +56,31 @@ def mechanisms() -> List[Dict[str, Any]]:
     return _native.mechanisms()
 
 
+def _binary_labels(y: np.ndarray):
+    """``classes_`` (sorted, as ``np.unique`` gives them) and y as ±1 (+1 for ``classes_[1]``);
+    a ``ValueError`` unless y has exactly two classes. Numeric labels with two distinct finite
+    whole-number values are recognised in a few vector passes (minimum, maximum, two
+    comparisons); any other y goes through scikit-learn's ``check_classification_targets`` and
+    ``np.unique``, which give the same classes and the errors scikit-learn's estimators give."""
+    if y.dtype.kind in "biuf" and y.size:
+        lo, hi = y.min(), y.max()
+        whole = y.dtype.kind != "f" or (
+            np.isfinite(lo) and np.isfinite(hi) and float(lo).is_integer() and float(hi).is_integer()
+        )
+        if whole and lo != hi:
+            positive = y == hi
+            if np.count_nonzero(positive) + np.count_nonzero(y == lo) == y.size:
+                return np.array([lo, hi], dtype=y.dtype), np.where(positive, 1.0, -1.0)
+    check_classification_targets(y)
+    classes = np.unique(y)
+    if len(classes) != 2:
+        raise ValueError(
+            f"Only binary classification is supported: y has {len(classes)} class(es) "
+            f"({type_of_target(y)} target), dpagg's LogisticRegression needs exactly 2"
+        )
+    return classes, np.where(y == classes[1], 1.0, -1.0)
+
+
 def _seed(random_state: Any) -> Optional[int]:
     if random_state is None:
         return None
@@ -171,17 +196,9 @@ class LogisticRegression(ClassifierMixin, BaseEstimator):
         X_checked, y = validate_data(
             self, self._schema_columns(X), y, dtype=np.float64, order="C"
         )
-        check_classification_targets(y)
-        classes = np.unique(y)
-        if len(classes) != 2:
-            raise ValueError(
-                f"Only binary classification is supported: y has {len(classes)} class(es) "
-                f"({type_of_target(y)} target), dpagg's LogisticRegression needs exactly 2"
-            )
-        self.classes_ = classes
+        self.classes_, signed = _binary_labels(y)
         names = list(getattr(self, "feature_names_in_", [])) or None
         self.map_ = self._map(X_checked.shape[1], names)
-        signed = np.where(y == self.classes_[1], 1.0, -1.0)
         lam = None if isinstance(self.lambda_, str) and self.lambda_ == "auto" else float(self.lambda_)
         options = {k: float(v) for k, v in (self.options or {}).items()}
         seed = _seed(self.random_state)

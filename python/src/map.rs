@@ -36,14 +36,11 @@ impl Map {
         rows.par_chunks(BLOCK * p.max(1))
             .zip(out.par_chunks_mut(BLOCK * dim))
             .map(|(raw, x)| {
-                let mut done = Mapped::default();
-                let mut map = self.schema.row_map();
-                for (raw, x) in raw.chunks_exact(p).zip(x.chunks_exact_mut(dim)) {
-                    let report = map.normalise(raw, x);
-                    done.clipped += report.clipped;
-                    done.projected += usize::from(report.projected);
+                let done = self.schema.row_map().normalise_rows(raw, x);
+                Mapped {
+                    clipped: done.clipped,
+                    projected: done.projected,
                 }
-                done
             })
             .reduce(Mapped::default, |a, b| Mapped {
                 clipped: a.clipped + b.clipped,

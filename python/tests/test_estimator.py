@@ -164,3 +164,41 @@ def test_a_reproduction_only_mechanism_is_refused_as_a_node_refuses_it():
     X, y = blobs(n=100)
     with pytest.raises(ValueError, match="kept for reproductions"):
         dpagg.LogisticRegression(mechanism="output-perturbation-cms2011", bounds=(-4, 4)).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "y",
+    [
+        np.array([0, 1, 1, 0]),
+        np.array([3, -2, 3, 3], dtype=np.int8),
+        np.array([True, False, True]),
+        np.array([0.0, 1.0, 1.0]),
+        np.array([2.0, -7.0, 2.0]),
+        np.array(["no", "yes", "no"]),
+        np.array([0.5, 1.5, 0.5]),
+        np.array([0, 1, 2, 1]),
+        np.array([1, 1, 1]),
+        np.array([0.0, np.nan, 1.0]),
+    ],
+)
+def test_binary_labels_are_those_of_check_classification_targets_and_unique(y):
+    from sklearn.utils.multiclass import check_classification_targets
+
+    from dpagg.estimator import _binary_labels
+
+    def reference(y):
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if len(classes) != 2:
+            raise ValueError("Only binary classification is supported")
+        return classes, np.where(y == classes[1], 1.0, -1.0)
+
+    try:
+        want = reference(y)
+    except ValueError as e:
+        with pytest.raises(ValueError, match=str(e).split(":")[0][:20]):
+            _binary_labels(y)
+        return
+    classes, signed = _binary_labels(y)
+    assert classes.dtype == want[0].dtype and list(classes) == list(want[0])
+    assert signed.dtype == np.float64 and (signed == want[1]).all()

@@ -14,12 +14,12 @@
 
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::fastmath;
-use crate::learn::gram;
 use crate::learn::margins::margins_into;
 use crate::learn::row_sums::add_weighted_rows;
 use crate::learn::simd::{Kernel, vectorised};
-use nalgebra::{DMatrix, DMatrixView};
 use rayon::prelude::*;
+
+pub use crate::learn::hessian::{CurvatureRows, hessian};
 
 /// Rows per parallel chunk. Fixed (not derived from the thread count) for determinism.
 pub const CHUNK_ROWS: usize = 4096;
@@ -98,14 +98,19 @@ struct ChunkSums {
 }
 
 /// The rows of one chunk and the point they are evaluated at.
-struct Chunk<'a> {
-    x: &'a [f64],
-    y: &'a [f64],
-    theta: &'a [f64],
+pub(crate) struct Chunk<'a> {
+    pub(crate) x: &'a [f64],
+    pub(crate) y: &'a [f64],
+    pub(crate) theta: &'a [f64],
+}
+
+/// The rows of chunk `c` of an n-row data set.
+pub(crate) fn chunk_range(c: usize, n: usize) -> std::ops::Range<usize> {
+    c * CHUNK_ROWS..((c + 1) * CHUNK_ROWS).min(n)
 }
 
 impl<'a> Chunk<'a> {
-    fn new(data: &'a Dataset, rows: std::ops::Range<usize>, theta: &'a [f64]) -> Self {
+    pub(crate) fn new(data: &'a Dataset, rows: std::ops::Range<usize>, theta: &'a [f64]) -> Self {
         let p = theta.len();
         Chunk {
             x: &data.features()[rows.start * p..rows.end * p],
@@ -166,171 +171,6 @@ impl Kernel for GradientSums<'_> {
     }
 }
 
-/// wᵢ = ℓ''(mᵢ) for the rows of one chunk: the weights of its Hessian Xᵀ diag(w) X.
-#[inline(always)]
-fn curvatures(chunk: &Chunk<'_>) -> Vec<f64> {
-    let mut w = vec![0.0; chunk.y.len()];
-    margins_into(chunk.x, chunk.y, chunk.theta, &mut w);
-    for wi in w.iter_mut() {
-        *wi = fastmath::logistic_terms(*wi).curvature;
-    }
-    w
-}
-
-/// The chunk's weights: `known` (from the pass that evaluated F at the same θ) or [`curvatures`].
-#[inline(always)]
-fn weights<'w>(chunk: &Chunk<'_>, known: Option<&'w [f64]>) -> std::borrow::Cow<'w, [f64]> {
-    known.map_or_else(|| curvatures(chunk).into(), Into::into)
-}
-
-/// diag(w)X for one chunk, w from [`weights`]: the right factor of its Hessian.
-struct CurvatureScaled<'a>(Chunk<'a>, Option<&'a [f64]>);
-
-impl Kernel for CurvatureScaled<'_> {
-    type Output = Vec<f64>;
-
-    #[inline(always)]
-    fn run(self) -> Vec<f64> {
-        let w = weights(&self.0, self.1);
-        // Written once, not zeroed first (the zeroing was a whole extra pass).
-        let mut scaled = Vec::with_capacity(self.0.x.len());
-        for (xi, wi) in self.0.x.chunks_exact(self.0.theta.len()).zip(w.iter()) {
-            scaled.extend(xi.iter().map(|v| v * wi));
-        }
-        scaled
-    }
-}
-
-/// Σᵢ wᵢxᵢxᵢᵀ over one chunk as one matrix product Xᵀ diag(w) X (column-major p × p, both
-/// triangles): by [`gram::gram`] where nalgebra's `gemm` would call dgemm (the same bits),
-/// by nalgebra's own loop for the smallest products.
-fn chunk_hessian(chunk: Chunk<'_>, known: Option<&[f64]>) -> DMatrix<f64> {
-    let (x, p, k) = (chunk.x, chunk.theta.len(), chunk.y.len());
-    if p > gram::USES_DGEMM_ABOVE && k > gram::USES_DGEMM_ABOVE {
-        return DMatrix::from_vec(p, p, vectorised(Gram(chunk, known)));
-    }
-    let scaled = vectorised(CurvatureScaled(chunk, known));
-    // Xᵀ as a p × k column-major view of the row-major chunk, and diag(w)X as k × p.
-    let xt = DMatrixView::from_slice(x, p, k);
-    let wx = DMatrixView::from_slice_with_strides(&scaled, k, p, p, 1);
-    let mut h = DMatrix::<f64>::zeros(p, p);
-    h.gemm(1.0, &xt, &wx, 0.0);
-    h
-}
-
-/// Xᵀ diag(w) X of one chunk by [`gram::gram`], w from [`weights`], as a [`Kernel`].
-struct Gram<'a>(Chunk<'a>, Option<&'a [f64]>);
-
-impl Kernel for Gram<'_> {
-    type Output = Vec<f64>;
-
-    /// Outside the dispatcher (nothing calls it so): the narrow registers' tile shapes.
-    #[inline(always)]
-    fn run(self) -> Vec<f64> {
-        self.run_with(1)
-    }
-
-    #[inline(always)]
-    fn run_with(self, f64_lanes: usize) -> Vec<f64> {
-        let p = self.0.theta.len();
-        gram::gram(self.0.x, &weights(&self.0, self.1), p, f64_lanes)
-    }
-}
-
-/// [`chunk_hessian`] in single precision (f32 products, f32 sums over the chunk's rows), for a
-/// sampled Hessian, whose sampling error (~1e-2) dwarfs f32 rounding (~1e-6 over a chunk).
-fn chunk_hessian_f32(chunk: Chunk<'_>, known: Option<&[f64]>) -> DMatrix<f64> {
-    let (x, p, k) = (chunk.x, chunk.theta.len(), chunk.y.len());
-    let scaled = vectorised(CurvatureScaled(chunk, known));
-    let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-    let s32: Vec<f32> = scaled.iter().map(|&v| v as f32).collect();
-    let xt = DMatrixView::from_slice(&x32, p, k);
-    let wx = DMatrixView::from_slice_with_strides(&s32, k, p, p, 1);
-    let mut h = DMatrix::<f32>::zeros(p, p);
-    h.gemm(1.0, &xt, &wx, 0.0);
-    h.map(f64::from)
-}
-
-/// Which rows the Hessian is formed over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CurvatureRows {
-    /// Every row: the exact ∇²F.
-    All,
-    /// The rows of every `stride`-th chunk of [`CHUNK_ROWS`] rows (chunks 0, stride, 2·stride, …),
-    /// a deterministic sub-sample: (1/|S|) Σ_{i∈S} ℓ''ᵢxᵢxᵢᵀ + μI estimates ∇²F.
-    EveryNthChunk(usize),
-}
-
-impl CurvatureRows {
-    /// The chunks of an n-row data set this selects.
-    fn chunks(self, n: usize) -> impl Iterator<Item = usize> {
-        let stride = match self {
-            CurvatureRows::All => 1,
-            CurvatureRows::EveryNthChunk(s) => s.max(1),
-        };
-        (0..n.div_ceil(CHUNK_ROWS)).step_by(stride)
-    }
-}
-
-fn chunk_range(c: usize, n: usize) -> std::ops::Range<usize> {
-    c * CHUNK_ROWS..((c + 1) * CHUNK_ROWS).min(n)
-}
-
-/// The Hessian (row-major p × p) of F at `theta` over the rows `rows` selects: (1/|S|) Σ_{i∈S}
-/// ℓ''ᵢxᵢxᵢᵀ + μI, chunk results summed in chunk order (bit-identical for any thread count), with
-/// the number of rows |S| it used. With [`CurvatureRows::All`] this is exactly ∇²F.
-///
-/// # Panics
-/// If `theta` does not have the data's dimension.
-pub fn hessian(data: &Dataset, theta: &[f64], mu: f64, rows: CurvatureRows) -> (Vec<f64>, usize) {
-    hessian_at(data, theta, mu, rows, None)
-}
-
-/// [`hessian`], taking the rows' curvatures from `sums` when given: the [`data_sums`] of `data`
-/// at this same `theta` computed them with the loss (the same bits, one pass of margins and
-/// exponentials fewer per Newton step).
-pub(crate) fn hessian_at(
-    data: &Dataset,
-    theta: &[f64],
-    mu: f64,
-    rows: CurvatureRows,
-    sums: Option<&DataSums>,
-) -> (Vec<f64>, usize) {
-    let p = data.dim();
-    assert_eq!(theta.len(), p, "θ has the wrong dimension");
-    let n = data.len();
-    let selected: Vec<usize> = rows.chunks(n).collect();
-    let parts: Vec<DMatrix<f64>> = selected
-        .par_iter()
-        .map(|&c| {
-            let chunk = Chunk::new(data, chunk_range(c, n), theta);
-            let known = sums
-                .filter(|s| s.rows == n)
-                .map(|s| s.curvature[c].as_slice());
-            if rows == CurvatureRows::All {
-                chunk_hessian(chunk, known)
-            } else {
-                chunk_hessian_f32(chunk, known)
-            }
-        })
-        .collect();
-    let mut total = vec![0.0; p * p];
-    for h in &parts {
-        add_into(&mut total, h.as_slice());
-    }
-    let used: usize = selected.iter().map(|&c| chunk_range(c, n).len()).sum();
-    let inv = if used == 0 { 0.0 } else { 1.0 / used as f64 };
-    // Symmetrise (the matrix product need not round both triangles alike) and add μI.
-    let mut out = vec![0.0; p * p];
-    for j in 0..p {
-        for l in 0..p {
-            out[j * p + l] = 0.5 * (total[j * p + l] + total[l * p + j]) * inv;
-        }
-        out[j * p + j] += mu;
-    }
-    (out, used)
-}
-
 /// The data's part of F and ∇F at one θ: Σᵢ ℓ and Σᵢ ∇ℓ over every row, summed in chunk order,
 /// before the 1/n and the penalty. [`DataSums::evaluation`] turns it into F and ∇F for any
 /// penalty, so a fit along a regularisation path can start at the previous minimiser without a
@@ -341,9 +181,14 @@ pub struct DataSums {
     pub loss: f64,
     /// Σᵢ ∇ℓ(θ; xᵢ, yᵢ).
     pub gradient: Vec<f64>,
-    /// n, the rows summed over.
+    /// The rows summed over: n, or a sub-sample's |S| ([`data_sums_over`]).
     pub rows: usize,
-    /// ℓ''(mᵢ) of every row, per chunk of [`CHUNK_ROWS`], for [`hessian_at`] at the same θ.
+    /// n, the rows of the data set (the linear term is divided by n whatever was summed over).
+    pub(crate) data_rows: usize,
+    /// The chunks summed over: every `stride`-th (1: every row).
+    pub(crate) stride: usize,
+    /// ℓ''(mᵢ) of every row summed over, per chunk of [`CHUNK_ROWS`], for
+    /// [`crate::learn::hessian::hessian_at`] at the same θ.
     pub(crate) curvature: std::sync::Arc<Vec<Vec<f64>>>,
 }
 
@@ -352,12 +197,19 @@ pub struct DataSums {
 /// # Panics
 /// If `theta` does not have the data's dimension — a programming error.
 pub fn data_sums(data: &Dataset, theta: &[f64]) -> DataSums {
+    data_sums_over(data, theta, CurvatureRows::All)
+}
+
+/// [`data_sums`] over the chunks `rows` selects (a sub-sample's objective, the warm start of
+/// [`crate::learn::solver`]), summed in chunk order.
+pub(crate) fn data_sums_over(data: &Dataset, theta: &[f64], rows: CurvatureRows) -> DataSums {
     let p = data.dim();
     assert_eq!(theta.len(), p, "θ has the wrong dimension");
     let n = data.len();
-    let chunks: Vec<ChunkSums> = (0..n.div_ceil(CHUNK_ROWS))
-        .into_par_iter()
-        .map(|c| vectorised(GradientSums(Chunk::new(data, chunk_range(c, n), theta))))
+    let selected: Vec<usize> = rows.chunks(n).collect();
+    let chunks: Vec<ChunkSums> = selected
+        .par_iter()
+        .map(|&c| vectorised(GradientSums(Chunk::new(data, chunk_range(c, n), theta))))
         .collect();
     let mut loss = 0.0;
     let mut gradient = vec![0.0; p];
@@ -368,19 +220,27 @@ pub fn data_sums(data: &Dataset, theta: &[f64]) -> DataSums {
     DataSums {
         loss,
         gradient,
-        rows: n,
+        rows: rows.count(n),
+        data_rows: n,
+        stride: rows.stride(),
         curvature: std::sync::Arc::new(chunks.into_iter().map(|c| c.curvature).collect()),
     }
 }
 
 impl DataSums {
-    /// F and ∇F at `theta` (the point these sums were taken at) for `penalty`; no Hessian.
+    /// F and ∇F at `theta` (the point these sums were taken at) for `penalty`; no Hessian. Sums
+    /// over a sub-sample S give its objective (1/|S|) Σ_S ℓ + (μ/2)‖θ‖² + (1/n) bᵀθ.
     ///
     /// # Panics
     /// If the linear term does not have θ's dimension — a programming error.
     pub fn evaluation(self, theta: &[f64], penalty: Penalty<'_>) -> Evaluation {
         let n = self.rows;
         let inv_n = if n == 0 { 0.0 } else { 1.0 / n as f64 };
+        let inv_data = if self.data_rows == n {
+            inv_n
+        } else {
+            1.0 / self.data_rows as f64
+        };
         let mu = penalty.mu;
         let mut value = self.loss * inv_n + 0.5 * mu * dot(theta, theta);
         let mut gradient: Vec<f64> = self
@@ -391,9 +251,9 @@ impl DataSums {
             .collect();
         if let Some(b) = penalty.linear {
             assert_eq!(b.len(), theta.len(), "linear term has the wrong dimension");
-            value += inv_n * dot(b, theta);
+            value += inv_data * dot(b, theta);
             for (g, bj) in gradient.iter_mut().zip(b) {
-                *g += bj * inv_n;
+                *g += bj * inv_data;
             }
         }
         Evaluation {
@@ -415,14 +275,14 @@ pub fn evaluate(data: &Dataset, theta: &[f64], penalty: Penalty<'_>, hessian: bo
     out
 }
 
-fn add_into(acc: &mut [f64], x: &[f64]) {
+pub(crate) fn add_into(acc: &mut [f64], x: &[f64]) {
     for (a, b) in acc.iter_mut().zip(x) {
         *a += b;
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -476,7 +336,13 @@ mod tests {
 
     /// n × p features ((i·a mod m)/m − ½)·scale (entry i, row-major) and label +1 on every
     /// `every`-th row, −1 elsewhere: deterministic rows spanning several chunks.
-    fn patterned(n: usize, p: usize, (a, m): (usize, usize), scale: f64, every: usize) -> Dataset {
+    pub(crate) fn patterned(
+        n: usize,
+        p: usize,
+        (a, m): (usize, usize),
+        scale: f64,
+        every: usize,
+    ) -> Dataset {
         let x = (0..n * p)
             .map(|i| ((i * a % m) as f64 / m as f64 - 0.5) * scale)
             .collect();
@@ -484,51 +350,6 @@ mod tests {
             .map(|i| if i % every == 0 { 1.0 } else { -1.0 })
             .collect();
         Dataset::new(x, y, p)
-    }
-
-    /// Σ ℓ''(mᵢ)xᵢxᵢᵀ/|rows| + μI over `rows`, one row at a time.
-    fn serial_hessian(data: &Dataset, theta: &[f64], mu: f64, rows: &[usize]) -> Vec<f64> {
-        let p = data.dim();
-        let mut h = vec![0.0; p * p];
-        for &i in rows {
-            let m = data.label(i) * dot(data.row(i), theta);
-            let w = fastmath::logistic_terms(m).curvature;
-            for j in 0..p {
-                for l in 0..p {
-                    h[j * p + l] += w * data.row(i)[j] * data.row(i)[l] / rows.len() as f64;
-                }
-            }
-        }
-        for j in 0..p {
-            h[j * p + j] += mu;
-        }
-        h
-    }
-
-    #[test]
-    fn exact_and_sampled_hessians_match_serial_sums() {
-        let n = CHUNK_ROWS * 4 + 300;
-        let data = patterned(n, 3, (53, 97), 0.5, 4);
-        let theta = [0.7, -1.2, 0.4];
-        let all: Vec<usize> = (0..n).collect();
-        // Stride 3 selects chunks 0 and 3.
-        let sample: Vec<usize> = (0..CHUNK_ROWS)
-            .chain(3 * CHUNK_ROWS..4 * CHUNK_ROWS)
-            .collect();
-        for (rows, which, tol) in [
-            (CurvatureRows::All, &all, 1e-12),
-            (CurvatureRows::EveryNthChunk(3), &sample, 1e-5),
-        ] {
-            let (h, used) = hessian(&data, &theta, 0.05, rows);
-            assert_eq!(used, which.len());
-            let want = serial_hessian(&data, &theta, 0.05, which);
-            for (a, b) in h.iter().zip(&want) {
-                assert!(
-                    (a - b).abs() <= tol * b.abs().max(1e-3),
-                    "{rows:?}: {a} vs {b}"
-                );
-            }
-        }
     }
 
     #[test]
@@ -543,26 +364,5 @@ mod tests {
             .sum::<f64>()
             / n as f64;
         assert!((e.value - serial).abs() < 1e-12);
-    }
-
-    #[test]
-    fn hessian_from_the_evaluations_curvatures_has_the_same_bits() {
-        let p = 7;
-        let n = 2 * CHUNK_ROWS + 300;
-        let x: Vec<f64> = (0..n * p)
-            .map(|i| ((i * 7919 + 5) % 1013) as f64 / 1013.0 - 0.5)
-            .collect();
-        let y: Vec<f64> = (0..n)
-            .map(|i| if (i * 37) % 5 < 2 { 1.0 } else { -1.0 })
-            .collect();
-        let data = Dataset::new(x, y, p);
-        let theta: Vec<f64> = (0..p).map(|j| 0.4 - 0.15 * j as f64).collect();
-        let sums = data_sums(&data, &theta);
-        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        for rows in [CurvatureRows::All, CurvatureRows::EveryNthChunk(2)] {
-            let (want, _) = hessian(&data, &theta, 0.01, rows);
-            let (got, _) = hessian_at(&data, &theta, 0.01, rows, Some(&sums));
-            assert_eq!(bits(&got), bits(&want), "{rows:?}");
-        }
     }
 }

@@ -1,13 +1,16 @@
 //! Damped Newton solver for the (possibly perturbed) L2-regularised logistic objective.
 //!
 //! Minimises F(θ) = (1/n) Σ log(1 + exp(−yᵢ⟨θ,xᵢ⟩)) + (μ/2)||θ||² + (1/n) bᵀθ (see
-//! [`crate::learn::logistic`]). Each iteration forms a Hessian at the current point — the exact
-//! ∇²F, or on large data one over a fixed sub-sample of the rows ([`crate::learn::curvature`]) —,
-//! solves the Newton system by Cholesky, and backtracks (Armijo) from the full step, evaluating
-//! only F and ∇F at each candidate (a Hessian is formed only at accepted points that are not yet
-//! optimal, never at a rejected candidate or at the final point). With μ > 0 the objective is
-//! strongly convex; with the exact Hessian Newton converges quadratically, with the sampled one
-//! linearly at a rate near its relative error. Convergence means ||∇F||₂ ≤ `tolerance` (default
+//! [`crate::learn::logistic`]). Each iteration takes a Hessian at the current point — the exact
+//! ∇²F, or on large data one formed over a fixed sub-sample of the rows and kept for the next
+//! steps while they contract ∇F well ([`crate::learn::curvature`]) —, solves the Newton system by
+//! Cholesky, and backtracks (Armijo) from the full step, evaluating only F and ∇F at each
+//! candidate (a Hessian is formed only at accepted points that are not yet optimal, never at a
+//! rejected candidate or at the final point). On large data the iteration starts from the
+//! minimisers of the same objective on nested sub-samples ([`crate::learn::warm_start`]). With
+//! μ > 0 the objective is strongly convex; with the exact Hessian Newton converges
+//! quadratically, with a sampled or kept one linearly at a rate near its relative error.
+//! Convergence means ||∇F||₂ ≤ `tolerance` (default
 //! 1e-8) for the exact gradient of the exact objective over every row. A problem that does not
 //! converge within the iteration budget (e.g. separable data with μ = 0, whose minimiser is at
 //! infinity) is reported as [`SolverError::NotConverged`], never returned as if it were an optimum.
@@ -18,15 +21,18 @@
 //! `docs/proofs/output-perturbation-snapping.md`) uses only two facts: the solver is a
 //! deterministic function of its input (data, penalty, start), and the point it returns has
 //! ‖∇F‖₂ ≤ γ = `tolerance` for the exact F, so by μ-strong convexity it is within γ/μ of the
-//! exact minimiser. The Hessian only chooses search directions. The sampled Hessian is formed
-//! over fixed chunks (no randomness), the switch to the exact Hessian depends on computed values
-//! only, and all sums run in chunk order, so the solver stays deterministic and bit-identical for
-//! any thread count; the stopping test is unchanged. Both facts therefore hold as before.
+//! exact minimiser. The Hessian and the warm start only choose where the iteration goes: the
+//! sub-samples are fixed chunks (no randomness), keeping or re-forming a Hessian depends on
+//! computed values only, and all sums run in chunk order, so the solver stays deterministic and
+//! bit-identical for any thread count; the stopping test is unchanged. Both facts therefore hold
+//! as before.
 
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::classifier::LinearClassifier;
 use crate::learn::curvature::Curvature;
-use crate::learn::logistic::{DataSums, Evaluation, Penalty, evaluate};
+use crate::learn::hessian::CurvatureRows;
+use crate::learn::logistic::{DataSums, Evaluation, Penalty, data_sums_over};
+use crate::learn::warm_start::warm_start;
 
 /// Solver settings.
 #[derive(Debug, Clone, Copy)]
@@ -137,14 +143,32 @@ pub fn minimise_from(
     )
 }
 
-/// [`minimise_from`] with the given choice of Hessian.
+/// The function one Newton iteration minimises: F over every row of `data`, or over a warm-start
+/// level's sub-sample of chunks ((1/|S|) Σ_S ℓ + (μ/2)‖θ‖² + (1/n) bᵀθ, [`crate::learn::warm_start`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Objective<'a> {
+    pub(crate) data: &'a Dataset,
+    pub(crate) penalty: Penalty<'a>,
+    pub(crate) rows: CurvatureRows,
+}
+
+impl Objective<'_> {
+    /// Value and gradient at `theta`, one pass over the rows summed over.
+    pub(crate) fn evaluate(&self, theta: &[f64]) -> Evaluation {
+        data_sums_over(self.data, theta, self.rows).evaluation(theta, self.penalty)
+    }
+}
+
+/// [`minimise_from`] with the given choice of Hessian. Without `start_sums`, a fit with a
+/// sampled Hessian starts from the warm start of [`crate::learn::warm_start`] (a deterministic
+/// function of the data, the penalty and `start`); the stopping test is the same either way.
 pub(crate) fn minimise_with(
     data: &Dataset,
     penalty: Penalty<'_>,
     options: SolverOptions,
     start: &[f64],
     start_sums: Option<DataSums>,
-    mut curvature: Curvature,
+    curvature: Curvature,
 ) -> Result<Fit, SolverError> {
     if data.is_empty() {
         return Err(SolverError::EmptyData);
@@ -152,10 +176,35 @@ pub(crate) fn minimise_with(
     let p = data.dim();
     let valid = start.len() == p && start.iter().all(|v| v.is_finite());
     let mut theta = if valid { start.to_vec() } else { vec![0.0; p] };
-    let (mut current, mut passes) = match start_sums {
-        Some(sums) if valid && sums.rows == data.len() => (sums.evaluation(&theta, penalty), 0),
-        _ => (evaluate(data, &theta, penalty, false), 1),
+    let objective = Objective {
+        data,
+        penalty,
+        rows: CurvatureRows::All,
     };
+    let (current, passes) = match start_sums {
+        Some(sums) if valid && sums.rows == data.len() && sums.stride == 1 => {
+            (sums.evaluation(&theta, penalty), 0)
+        }
+        _ => {
+            if curvature.is_large() {
+                theta = warm_start(data, penalty, options, theta);
+            }
+            (objective.evaluate(&theta), 1)
+        }
+    };
+    newton(objective, options, theta, current, passes, curvature)
+}
+
+/// Damped Newton on `objective` from `theta`, where it evaluates to `current` (after `passes`
+/// passes), until ‖∇F‖ ≤ `options.tolerance`.
+pub(crate) fn newton(
+    objective: Objective<'_>,
+    options: SolverOptions,
+    mut theta: Vec<f64>,
+    mut current: Evaluation,
+    mut passes: usize,
+    mut curvature: Curvature,
+) -> Result<Fit, SolverError> {
     let mut hessian_rows = 0;
     for iteration in 0..=options.max_iterations {
         if !current.value.is_finite() || current.gradient.iter().any(|g| !g.is_finite()) {
@@ -177,10 +226,10 @@ pub(crate) fn minimise_with(
             break;
         }
         let (direction, rows) = curvature
-            .direction(data, &theta, penalty.mu, &current)
+            .direction(objective.data, &theta, objective.penalty.mu, &current)
             .ok_or(SolverError::NotPositiveDefinite { iteration })?;
         hessian_rows += rows;
-        let (step, next, tried) = line_search(data, penalty, &theta, &direction, &current).ok_or(
+        let (step, next, tried) = line_search(objective, &theta, &direction, &current).ok_or(
             SolverError::NotConverged {
                 iterations: iteration,
                 gradient_norm: gnorm,
@@ -205,8 +254,7 @@ pub(crate) fn minimise_with(
 /// (value and gradient only) and the number of evaluations tried; `None` when the step shrank
 /// below 1e-12 without an acceptable point.
 fn line_search(
-    data: &Dataset,
-    penalty: Penalty<'_>,
+    objective: Objective<'_>,
     theta: &[f64],
     direction: &[f64],
     current: &Evaluation,
@@ -221,7 +269,7 @@ fn line_search(
             .zip(direction)
             .map(|(t, d)| t + step * d)
             .collect();
-        let next = evaluate(data, &candidate, penalty, false);
+        let next = objective.evaluate(&candidate);
         tried += 1;
         // Armijo decrease; near the optimum F is flat to rounding, so also accept a step that
         // reduces the gradient norm when the predicted decrease is below F's resolution.

@@ -78,8 +78,8 @@
 use std::path::Path;
 
 use super::normalise::{
-    self, BallRow, DEFAULT_INTERCEPT_VALUE, DEFAULT_ROW_SCALE_KAPPA, MapMode, Normalisation,
-    RowReport, Subspace, Transform,
+    BallRow, DEFAULT_INTERCEPT_VALUE, DEFAULT_ROW_SCALE_KAPPA, MapMode, Normalisation, RowReport,
+    Subspace, Transform,
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -89,11 +89,13 @@ pub mod categorical;
 mod diff;
 mod error;
 pub mod markers;
+mod row_map;
 mod validate;
 pub use categorical::FeatureKind;
 pub use error::SchemaError;
 use error::{line_col, one_line};
 pub use markers::{CsvFormat, Marker, Markers, Separator};
+pub use row_map::{RowMap, RowsReport};
 
 /// One feature column with its declared, public bounds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -521,57 +523,6 @@ impl Schema {
     /// (programming errors).
     pub fn normalise_row(&self, raw: &[f64], out: &mut [f64]) -> RowReport {
         self.row_map().normalise(raw, out)
-    }
-
-    /// The map of [`Schema::normalise_row`] with its constants resolved once, for mapping many
-    /// rows: the same arithmetic, bit for bit, without the per-row set-up.
-    pub fn row_map(&self) -> RowMap<'_> {
-        RowMap {
-            schema: self,
-            mode: self.mode(),
-            ball: self.ball(),
-            scratch: Vec::with_capacity(self.features.len()),
-        }
-    }
-}
-
-/// A schema's row map, ready to map many rows ([`Schema::row_map`]).
-#[derive(Debug, Clone)]
-pub struct RowMap<'a> {
-    schema: &'a Schema,
-    mode: MapMode,
-    ball: normalise::BallRow,
-    scratch: Vec<f64>,
-}
-
-impl RowMap<'_> {
-    /// [`Schema::normalise_row`] of `raw` into `out` (the same checks and result).
-    ///
-    /// # Panics
-    /// If `raw.len()` is not the number of features or `out.len()` is not [`Schema::dim`].
-    pub fn normalise(&mut self, raw: &[f64], out: &mut [f64]) -> RowReport {
-        let s = self.schema;
-        assert_eq!(
-            raw.len(),
-            s.features.len(),
-            "raw row length must equal the number of features"
-        );
-        assert_eq!(
-            out.len(),
-            s.dim(),
-            "output row length must equal Schema::dim()"
-        );
-        match self.mode {
-            MapMode::Paper => normalise::paper_row(&s.features, s.intercept, raw, out),
-            MapMode::Ball => normalise::ball_row(
-                &s.features,
-                self.ball,
-                s.subspace.as_ref(),
-                raw,
-                out,
-                &mut self.scratch,
-            ),
-        }
     }
 }
 
