@@ -3,6 +3,7 @@
 
     docs/experiments/tables.py defaults   OUT   # simulate at the defaults on the three datasets
     docs/experiments/tables.py mechanisms OUT   # every mechanism on Diabetes and synthetic data
+    docs/experiments/tables.py mechanisms OUT dp-sgd-bst   # only the rows of that --mechanism
 
 It runs the `simulate` commands it prints (target/release/dpagg-aggregator, or $DPAGG_AGGREGATOR),
 writing into OUT, and builds each table from the summary.json they wrote, so no number in those
@@ -63,14 +64,15 @@ MECHANISMS = [
 EPSILONS = ["0.5", "1", "2", "5"]
 
 
-def mechanisms(out):
+def mechanisms(out, only=None):
+    rows = [(l, a) for l, a in MECHANISMS if only is None or only in a]
     for dataset in ("diabetes", "synthetic"):
         print(f"**{dataset}**: aggregate accuracy, mean ± sd over (trial, organisation), the "
               "individual private learners' mean in parentheses; one `simulate` per row and ε\n")
         print("| mechanism | " + " | ".join(f"ε = {e}" for e in EPSILONS) + " | command |")
         print("|---|" + "---|" * len(EPSILONS) + "---|")
         notes = []
-        for label, args in MECHANISMS:
+        for label, args in rows:
             cells = []
             for e in EPSILONS:
                 name = f"{dataset}-{'-'.join(a.strip('-') for a in args) or 'default'}-{e}"
@@ -91,6 +93,7 @@ def mechanisms(out):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("defaults", "mechanisms"):
+    if not 3 <= len(sys.argv) <= 4 or sys.argv[1] not in ("defaults", "mechanisms") or (
+            len(sys.argv) == 4 and sys.argv[1] != "mechanisms"):
         sys.exit(__doc__)
-    {"defaults": defaults, "mechanisms": mechanisms}[sys.argv[1]](sys.argv[2])
+    {"defaults": defaults, "mechanisms": mechanisms}[sys.argv[1]](*sys.argv[2:])

@@ -395,16 +395,18 @@ impl Node {
             return Err(PublishError::Traps(traps));
         }
         let accepted = self.policy.accept_traps;
-        // A release that cannot finish in time is refused before it is charged; one published
-        // before is returned whatever the limit is now.
-        if self.store.for_spec(spec, &fingerprint)?.is_none()
-            && let Some(predicted) = mechanism.predicted_seconds(data.len(), data.dim())
-            && predicted > self.policy.max_training_seconds
-        {
-            return Err(PublishError::TooSlow {
-                predicted,
-                limit: self.policy.max_training_seconds,
-            });
+        // A release that cannot run at this size, or cannot finish in time, is refused before
+        // it is charged; one published before is returned whatever the limit is now.
+        if self.store.for_spec(spec, &fingerprint)?.is_none() {
+            mechanism.check_size(data.len(), data.dim())?;
+            if let Some(predicted) = mechanism.predicted_seconds(data.len(), data.dim())
+                && predicted > self.policy.max_training_seconds
+            {
+                return Err(PublishError::TooSlow {
+                    predicted,
+                    limit: self.policy.max_training_seconds,
+                });
+            }
         }
         let mut noise = NoiseSource::secure().map_err(|e| StoreError::Entropy(e.to_string()))?;
         let charge = Charge {

@@ -14,6 +14,9 @@
 //! **add/remove-one** neighbour relation. [`calibrate_sigma`] finds the smallest noise multiplier
 //! meeting a target (ε, δ).
 //!
+//! [`composition`] holds the (ε, δ) links of Bassily, Smith & Thakurta 2014's proof (zCDP to
+//! (ε, δ), amplification by one uniformly drawn record, advanced composition) for BST's DP-SGD.
+//!
 //! [`ledger`] composes a node's releases into its spent budget: RDP curves add where every release
 //! of a neighbour relation has one, basic composition otherwise, and add/remove-one spend is
 //! converted to replace-one by group privacy.
@@ -23,6 +26,7 @@
 //! `fixtures/make_rdp_fixture.py` from that package's public API.
 
 pub mod admission;
+pub mod composition;
 pub mod ledger;
 pub mod rdp;
 

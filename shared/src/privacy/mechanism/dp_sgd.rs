@@ -457,6 +457,18 @@ impl Mechanism for DpSgd {
         crate::privacy::guarantee::ProofCoverage::NoiseAsSampled
     }
 
+    fn check_size(&self, n: usize, dim: usize) -> Result<(), MechanismError> {
+        if self.lattice(dim)?.holds_sums_of(n) {
+            Ok(())
+        } else {
+            Err(MechanismError::InvalidParameter {
+                name: "rows",
+                value: n as f64,
+                requirement: "too many for exact integer batch sums at this dimension",
+            })
+        }
+    }
+
     fn predicted_seconds(&self, n: usize, dim: usize) -> Option<f64> {
         Some(self.config.steps as f64 * step_seconds(self, n, dim)?)
     }
@@ -472,13 +484,6 @@ impl Mechanism for DpSgd {
         let divisor = c.batch_divisor.unwrap_or(c.sampling_rate * n as f64);
         let include = inclusion(c.sampling_rate)?;
         let lattice = self.lattice(data.dim())?;
-        if !lattice.holds_sums_of(n) {
-            return Err(MechanismError::InvalidParameter {
-                name: "rows",
-                value: n as f64,
-                requirement: "too many for exact integer batch sums at this dimension",
-            });
-        }
         let lambda = self
             .lambda
             .resolve(AutoRule::DpSgd, n, data.dim(), self.epsilon);

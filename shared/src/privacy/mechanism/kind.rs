@@ -447,7 +447,7 @@ mod tests {
             .filter(|k| k.proof() == ProofCoverage::NoiseAsSampled)
             .map(MechanismKind::name)
             .collect();
-        assert_eq!(sampled, ["output-perturbation", "dp-sgd"]);
+        assert_eq!(sampled, ["output-perturbation", "dp-sgd", "dp-sgd-bst"]);
     }
 
     /// Every declared option range is what the mechanism enforces: its default builds, and a

@@ -34,8 +34,9 @@
 //!   Mironov's attack): for the lab's reproductions, not offered by nodes.
 //!
 //! Output perturbation and the default objective perturbation (both δ branches) release on a
-//! snapped public grid; the reproductions, DP-SGD, BST and the Gibbs chain still draw f64 noise
-//! (ARCHITECTURE.md, "Floating-point noise").
+//! snapped public grid, and DP-SGD and BST add exact discrete Gaussian noise on a lattice; the
+//! reproductions and the Gibbs and Langevin chains still draw f64 noise (ARCHITECTURE.md,
+//! invariant 4, "Floating point").
 //! - [`gibbs_posterior`]: (ε, δ)-DP sampling from a Gibbs posterior, Minami et al. NIPS 2016
 //!   (Theorem 7 / Corollary 8 for the exact sample, Proposition 13 for Langevin Monte Carlo), with
 //!   a cheaper variant whose sampler is not covered by any proof and says so.
@@ -43,7 +44,8 @@
 //!   clipping (Abadi et al. 2016 Algorithm 1), σ calibrated by the RDP accountant of
 //!   [`crate::privacy::accounting`].
 //! - [`dp_sgd_bst`]: (ε, δ)-DP, Minami et al. 2015, Algorithm 2 (Bassily, Smith & Thakurta 2014):
-//!   n² noisy steps on one uniformly sampled record each.
+//!   n² noisy steps on one uniformly sampled record each, with exact discrete Gaussian noise on a
+//!   lattice, accounted along BST14's proof (`docs/proofs/dp-sgd-bst-lattice.md`).
 //! - [`langevin`]: (ε, δ)-DP under replace-one, noisy full-batch gradient descent (the Langevin
 //!   chain of Minami et al. eq. 14) proven for the chain as run at any step count by shifted
 //!   Rényi divergences (privacy amplification by iteration, Feldman et al. 2018), with its RDP
@@ -243,6 +245,14 @@ pub trait Mechanism: Send + Sync {
         let _ = (n, dim);
         None
     }
+    /// Refuses, from the public size of the data alone (`n` rows of dimension `dim`) and the
+    /// mechanism's parameters, a release its algorithm could not run (an iteration cap, integer
+    /// sums that would not be exact). A node calls it before anything is charged; the provided
+    /// [`Mechanism::release_until`] calls it before [`Mechanism::sample`].
+    fn check_size(&self, n: usize, dim: usize) -> Result<(), MechanismError> {
+        let _ = (n, dim);
+        Ok(())
+    }
     /// The mechanism's algorithm on data already checked against [`Mechanism::assumptions`],
     /// drawing its noise from `noise`. Long loops call `stop.check()` now and then and return
     /// [`MechanismError::Stopped`] when asked to.
@@ -268,6 +278,7 @@ pub trait Mechanism: Send + Sync {
     ) -> Result<Release, MechanismError> {
         let assumptions = self.assumptions();
         check_data(data, &assumptions)?;
+        self.check_size(data.len(), data.dim())?;
         let Sample {
             mut coefficients,
             mut parameters,

@@ -42,7 +42,8 @@
 //! regularising every coordinate of θ, including the intercept column; B < 2^{46}·λ_L (else a
 //! typed error, [`MechanismError::Snapping`]; B/λ_L ≈ nε/(2√d)).
 //!
-//! **What remains for the other mechanisms.** Only this mechanism's release is snapped. The others
+//! **What remains for the other mechanisms.** DP-SGD and BST ([`super::dp_sgd`],
+//! [`super::dp_sgd_bst`]) add exact discrete Gaussian noise on a lattice instead. The others
 //! still draw f64 noise and are exposed to the same class of attack (their proofs assume real
 //! arithmetic and densities that f64 samples do not have):
 //! - objective perturbation ([`super::objective_perturbation`], [`super::objective_perturbation_cms2011`],
@@ -50,9 +51,6 @@
 //!   the default's output stage, which adds f64 noise to θ̂ directly — Mironov's setting. Fix:
 //!   snap the output stage as here; for b, a discretised b (exact discrete Laplace/Gaussian on a
 //!   grid, Canonne, Kamath & Steinke 2020) with a proof of the change of variables for it.
-//! - DP-SGD ([`super::dp_sgd`], [`super::dp_sgd_bst`]): f64 Gaussian noise on clipped gradients.
-//!   Fix: round gradients to a grid (adding the rounding to the sensitivity) and add exact
-//!   discrete Gaussian noise (CKS 2020), accounted with the discrete Gaussian's RDP bound.
 //! - Langevin Monte Carlo ([`super::gibbs_posterior`]): f64 Gaussian increments. Fix: release the
 //!   final sample rounded to a grid (post-processing of an exact posterior sample keeps its
 //!   guarantee) and add to γ a bound on the total variation between the rounded f64 chain and the
