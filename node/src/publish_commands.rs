@@ -93,11 +93,12 @@ fn write_outcome(
     if g.relation == dpagg_shared::privacy::guarantee::NeighbourRelation::AddRemoveOne {
         // The ledger states everything under replace-one (a replaced row is one removed and
         // one added), so an add/remove-one release counts twice as much ε (group privacy).
+        let charged = g.as_replace_one();
         writeln!(
             out,
             "charged under replace-one, the ledger's relation, as ε = {}, δ = {} (group privacy: a replaced row is one removed and one added)",
-            Short(2.0 * g.epsilon),
-            Short((1.0 + g.epsilon.exp()) * g.delta)
+            Short(charged.epsilon),
+            Short(charged.delta)
         )?;
     }
     writeln!(

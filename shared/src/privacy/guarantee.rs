@@ -74,6 +74,19 @@ impl PrivacyGuarantee {
             },
         }
     }
+
+    /// The add/remove-one guarantee whose [`Self::as_replace_one`] is this one: (ε/2,
+    /// δ/(1 + e^{ε/2})), the parameters to run an add/remove-one mechanism at for a replace-one
+    /// target. Already add/remove-one: itself.
+    pub fn add_remove_one_within(&self) -> PrivacyGuarantee {
+        match self.relation {
+            NeighbourRelation::AddRemoveOne => *self,
+            NeighbourRelation::ReplaceOne => {
+                let half = self.epsilon / 2.0;
+                PrivacyGuarantee::add_remove_one(half, self.delta / (1.0 + half.exp()))
+            }
+        }
+    }
 }
 
 /// What a release's privacy proof covers, from strongest to weakest. Every release carries one
@@ -153,3 +166,24 @@ pub const LOGISTIC_UNIT_BALL: Assumptions = Assumptions {
     loss_gradient_bound: 1.0,
     loss_hessian_bound: 0.25,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Running at `add_remove_one_within` and converting back gives the replace-one target.
+    #[test]
+    fn the_two_conversions_are_inverse_for_a_replace_one_target() {
+        for (epsilon, delta) in [(1.0, 1e-5), (0.3, 0.0), (8.0, 1e-9)] {
+            let target = PrivacyGuarantee::replace_one(epsilon, delta);
+            let run = target.add_remove_one_within();
+            assert_eq!(run.relation, NeighbourRelation::AddRemoveOne);
+            let back = run.as_replace_one();
+            assert_eq!(back.relation, NeighbourRelation::ReplaceOne);
+            assert!((back.epsilon - epsilon).abs() <= 1e-15 * epsilon);
+            assert!((back.delta - delta).abs() <= 1e-15 * delta.max(f64::MIN_POSITIVE));
+        }
+        let g = PrivacyGuarantee::add_remove_one(1.0, 1e-6);
+        assert_eq!(g.add_remove_one_within(), g);
+    }
+}

@@ -14,6 +14,7 @@
 use super::figures::{self, MechanismPoint};
 use super::harness::TrialCache;
 use super::setups::{Data, Setup};
+use dpagg_shared::privacy::guarantee::PrivacyGuarantee;
 use dpagg_shared::privacy::mechanism::MechanismKind;
 use dpagg_shared::simulation::{Combiners, SimulationConfig};
 use indicatif::ProgressBar;
@@ -105,7 +106,8 @@ impl MechanismSpec {
     fn run_at(&self, epsilon: f64) -> (f64, f64) {
         if self.replace_one {
             // Group privacy: add/remove-one (ε', δ') gives replace-one (2ε', (1 + e^ε')δ').
-            (epsilon / 2.0, self.delta / (1.0 + (epsilon / 2.0).exp()))
+            let run = PrivacyGuarantee::replace_one(epsilon, self.delta).add_remove_one_within();
+            (run.epsilon, run.delta)
         } else {
             (epsilon, self.delta)
         }

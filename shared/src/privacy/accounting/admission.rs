@@ -104,10 +104,11 @@ fn exhausted_message(r: &Refusal) -> String {
     })
     .collect();
     let relation = if g.relation == NeighbourRelation::AddRemoveOne {
+        let charged = g.as_replace_one();
         format!(
             ", add/remove-one: charged as ({}, {}) under replace-one",
-            Short(2.0 * g.epsilon),
-            Short((1.0 + g.epsilon.exp()) * g.delta)
+            Short(charged.epsilon),
+            Short(charged.delta)
         )
     } else {
         String::new()
