@@ -1,13 +1,18 @@
 //! `dpagg-aggregator`: combines organisations' private learners by mirror averaging.
 //!
-//! Subcommands:
+//! Subcommands of the networked aggregator ([`run`]):
+//! - `run`: collect the organisations' learners over gRPC, validate them, mirror-average them on
+//!   the aggregator's own data and report accuracy against the local-only baseline.
+//! - `map`: make the agreed map from the aggregator's own rows, for the nodes to publish with.
+//! - `predict`: score a CSV's rows with a run's `model.json`.
+//! - `verify`: check a report's signatures offline.
+//!
+//! Subcommands of the lab ([`lab`]):
 //! - `simulate`: the in-process simulation of Minami et al. 2015, §5 (see
 //!   [`dpagg_shared::simulation`]).
 //! - `experiment paper`: the reproduction of Minami et al. 2015, §5 — figures (CSV, SVG, PNG),
 //!   Table 2 and the paper's numbers beside ours; `experiment variants`: the investigation of the
-//!   differences (`lab::experiment`).
-//! - `run`: collect the organisations' learners over gRPC, validate them, mirror-average them on
-//!   the aggregator's own data and report accuracy against the local-only baseline (`run`).
+//!   differences, and the other experiments of EXPERIMENTS.md (`lab::experiment`).
 //! - `demo`: K real nodes on loopback and one `run` against them (`lab::demo`).
 //! - `privacy`: the Gibbs β bound, DP-SGD's ε and σ calibration, Miura et al.'s (2022) RDP of
 //!   synthetic rows from a multivariate normal (`lab::privacy`).

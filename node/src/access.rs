@@ -1,8 +1,9 @@
 //! Who may call what: the caller's identity (from its TLS client certificate), per-RPC
-//! allow-lists, a per-client rate limit on `PublishLearner`, and the audit log.
+//! allow-lists, a per-client rate limit on the publishing RPCs, and the audit log.
 //!
-//! Reads (`Describe`, `ListLearners`, `GetLearner`) need the caller on `access.read`; writes
-//! (`PublishLearner`) need it on `access.write` *and* `policy.allow_remote_publish`; the write
+//! Reads (`Describe`, `ListLearners`, `GetLearner`, `ListData`, `GetData`) need the caller on
+//! `access.read`; writes (`PublishLearner`, `PublishData`) need it on `access.write` *and*
+//! `policy.allow_remote_publish`, and pass a per-caller rate limit; the write
 //! list is empty by default, so turning remote publish on spends nothing until the operator names
 //! who may spend the node's budget. `"*"` stands
 //! for any caller: with TLS, any holder of a certificate from the federation's CA (the handshake

@@ -1,17 +1,21 @@
-//! The networked aggregator: `dpagg-aggregator run`.
+//! The networked aggregator: `dpagg-aggregator run`, `map`, `predict` and `verify`.
 //!
 //! - [`config`]: the settings of `run` (file, flags and environment) resolved into a
 //!   [`config::RunConfig`]; [`Command::run`] resolves them, runs [`protocol::execute`], prints the
 //!   table and writes the report.
+//! - [`agreed`] and [`map_command`]: the agreed map — made from the own rows by `map`, checked
+//!   against what each node says it applied.
 //! - [`fetch`]: concurrent collection of one learner per node, with timeouts, retries and typed
 //!   exclusions.
-//! - [`validate`]: the acceptance checks a learner must pass before it is aggregated.
+//! - [`validate`]: the acceptance checks a learner must pass before it is aggregated;
+//!   [`screen`]: the checks of the learners as a set (near-copies counted once).
 //! - [`protocol`]: the protocol itself — own data, local baseline, fetch, screen, mirror averaging,
 //!   comparators — producing a [`report::Report`].
 //! - [`report`]: the terminal table, `report.json` and `report.html`.
 //! - [`model`]: `model.json` (the final model with its complete map) and `predict`.
 //! - [`synthetic`]: `--train-on synthetic` — each node's synthetic rows (Miura et al. 2022,
 //!   Gaussian- perturbed) pooled with the own training rows, a logistic regression on the pool.
+//! - [`metrics`]: the run's Prometheus text file.
 //! - [`trust`]: signed learners (checked before aggregation), the signed report and its
 //!   offline verification (`dpagg-aggregator verify`).
 //!

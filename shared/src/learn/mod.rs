@@ -7,7 +7,8 @@
 //!   fit from sub-samples; [`hessian`]: the Hessian over all rows or a sub-sample, by [`gram`]'s
 //!   dgemm bits or [`quick_gram`]; [`cholesky`]: the factor of each Newton step, with nalgebra's
 //!   bits.
-//! - [`simd`]: runtime dispatch of the pass loops to AVX2 + FMA, bit-identical, no `unsafe`;
+//! - [`simd`]: runtime dispatch of the pass loops to AVX-512 or AVX2 + FMA, bit-identical, no
+//!   `unsafe`;
 //!   [`margins`]: the passes' yᵢ⟨θ, xᵢ⟩ stage, four rows at a time; [`row_sums`]: their Σ cᵢxᵢ
 //!   stage; both bit-identical to one row at a time.
 //! - [`held_out`]: the total loss of many θ on one fixed fold (cross-validation's scores).
