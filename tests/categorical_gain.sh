@@ -4,7 +4,7 @@
 # that declares party identification and education as categorical features and once with its
 # numeric columns alone. Prints the mean accuracies and the paired difference per model with a
 # 95 % interval, and fails if the final model with the categorical columns is below the one
-# without them on average. EXPERIMENTS.md quotes this printout.
+# without them on average. docs/experiments/categorical.md quotes this printout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work="$(mktemp -d)"

@@ -12,7 +12,7 @@
 //!   [`dpagg_shared::simulation`]).
 //! - `experiment paper`: the reproduction of Minami et al. 2015, §5 — figures (CSV, SVG, PNG),
 //!   Table 2 and the paper's numbers beside ours; `experiment variants`: the investigation of the
-//!   differences, and the other experiments of EXPERIMENTS.md (`lab::experiment`).
+//!   differences, and the other experiments of EXPERIMENTS.md's index (`lab::experiment`).
 //! - `demo`: K real nodes on loopback and one `run` against them (`lab::demo`).
 //! - `privacy`: the Gibbs β bound, DP-SGD's ε and σ calibration, Miura et al.'s (2022) RDP of
 //!   synthetic rows from a multivariate normal (`lab::privacy`).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints EXPERIMENTS.md's tables of `simulate` runs as Markdown, from the runs' summary.json.
+"""Prints docs/experiments/simulate.md's tables of `simulate` runs as Markdown, from the runs' summary.json.
 
     docs/experiments/tables.py defaults   OUT   # simulate at the defaults on the three datasets
     docs/experiments/tables.py mechanisms OUT   # every mechanism on Diabetes and synthetic data

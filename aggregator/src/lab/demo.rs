@@ -6,7 +6,7 @@
 //! in Minami et al. 2015, §5.2: a class-stratified test set of 84 + 84 rows, and the remaining 600
 //! rows over K + 1 organisations — where it does not pay (`experiment utility` at ε = 1: the final
 //! model keeps the local one in about half the trials and ends 0.55 points below it on average;
-//! EXPERIMENTS.md, "Is joining worth it?"). `--rows-per-org` gives unequal sizes (the
+//! docs/experiments/utility.md). `--rows-per-org` gives unequal sizes (the
 //! aggregator's first). Organisations 1…K each get a real node — a `dpagg-node serve` process
 //! (SQLite ledger, gRPC with health and reflection) on 127.0.0.1 with a port it picks itself
 //! ([`super::node_process`]) — and each node's operator publishes one learner at the requested ε

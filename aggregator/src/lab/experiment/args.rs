@@ -9,7 +9,7 @@ use super::agreed::MapChoice;
 use super::setups::{Normalisation, Points, Setup};
 use std::path::PathBuf;
 
-/// Trials of `experiment paper` unless `--trials` is given (EXPERIMENTS.md states its run time).
+/// Trials of `experiment paper` unless `--trials` is given (docs/experiments/paper.md states its run time).
 const DEFAULT_TRIALS: usize = 100;
 
 /// Arguments of `experiment`.
@@ -23,7 +23,7 @@ pub struct Args {
 pub(super) enum Command {
     /// Reproduce Minami et al. 2015, §5: Fig. 3–5, Table 2, every mechanism and every aggregator.
     Paper(PaperArgs),
-    /// Run the paper's protocol with one setting changed at a time (see EXPERIMENTS.md).
+    /// Run the paper's protocol with one setting changed at a time (see docs/experiments/paper.md).
     Variants(VariantsArgs),
     /// Accuracy of each individual private learner per mechanism and ε, at one organisation's
     /// size and on all training rows; writes the splits for tests/peers/.
@@ -35,7 +35,7 @@ pub(super) enum Command {
     /// `mvn-synthetic-gaussian` rows pooled with the aggregator's, per dataset and ε.
     Synthetic(SyntheticArgs),
     /// Fit the constant C of a mechanism's `auto` rule λ = C√d/(n ε^{3/2}) on synthetic data of
-    /// three shapes (288 cells by default; see EXPERIMENTS.md).
+    /// three shapes (288 cells by default; see docs/experiments/lambda-rule.md).
     Lambda(LambdaArgs),
 }
 

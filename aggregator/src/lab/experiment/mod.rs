@@ -5,7 +5,7 @@
 //!   mechanism dpagg ships at equal ε on all three datasets (Fig. 6) and mirror averaging against
 //!   the other aggregators (Fig. 7). It writes each figure as CSV, SVG and PNG, the paper's
 //!   numbers beside ours (`paper_vs_ours.csv`) and the raw per-(ε, trial, organisation) runs.
-//! - `experiment variants --out DIR` runs the investigation of EXPERIMENTS.md: the same protocol
+//! - `experiment variants --out DIR` runs the investigation of docs/experiments/paper.md: the same protocol
 //!   with one setting changed at a time (λ convention, the local baseline's λ, the normalisation
 //!   of the real data, the law of the synthetic points) and tabulates the baselines and the
 //!   aggregate.

@@ -43,7 +43,7 @@ impl Normalisation {
 pub(super) enum Points {
     /// Uniform on the unit sphere (Minami et al. 2015, §5.1).
     Sphere,
-    /// u uniform on [0, 1]^10, then u/‖u‖ (not the paper's law; see EXPERIMENTS.md).
+    /// u uniform on [0, 1]^10, then u/‖u‖ (not the paper's law; see docs/experiments/paper.md).
     NormalisedCube,
 }
 

@@ -1,4 +1,4 @@
-//! `experiment variants`: the investigation of EXPERIMENTS.md — the paper's protocol with one
+//! `experiment variants`: the investigation of docs/experiments/paper.md — the paper's protocol with one
 //! setting changed at a time, on the datasets where the setting applies.
 //!
 //! A new variant is a new [`Variant`] in [`VARIANTS`]: a name, what it changes, the datasets it
