@@ -37,7 +37,7 @@
 //! **The agreement gate.** Those thresholds apply when the others' learners agree
 //! ([`agreement`] ≥ [`SelectionConfig::min_agreement`], 0.97: the average of their directions
 //! is within about 10° of what they share); otherwise both rise to
-//! [`SelectionConfig::z_disagree`] (3). Why (EXPERIMENTS.md, "Is joining worth it?"): on 20 to
+//! [`SelectionConfig::z_disagree`] (3). Why (docs/experiments/utility.md): on 20 to
 //! 100 own rows cross-validation has little power, and no threshold on it alone (0 to 3 s.e.,
 //! Bonferroni, nested λ, fewer candidates) kept every cell of `experiment utility` at or above
 //! local with the clinic's and synthetic data's gains (best: −0.37 point). The learners'
@@ -483,8 +483,8 @@ pub fn choose_final_scored(
     let cv = cross_validate(experts, train, &tuned, config, scored)?;
     let alpha = agreement(experts);
     // Learners confined to a subspace chosen from the own rows agree whatever they carry: their
-    // agreement is no evidence there, and the strict thresholds apply (EXPERIMENTS.md, "Wide
-    // tables").
+    // agreement is no evidence there, and the strict thresholds apply
+    // (docs/experiments/wide-tables.md).
     let rule = if config.own_columns.is_some() {
         config.for_agreement(f64::NEG_INFINITY)
     } else {

@@ -13,7 +13,7 @@
 //! | Gibbs posterior, DP-SGD of BST 2014 | 0.01 (not calibrated: Minami et al. 2015, §5.1's value) |
 //!
 //! `dpagg-aggregator experiment lambda --mechanism NAME` re-runs such a fit for one mechanism
-//! (three shapes of its own, the same 288-cell grid; EXPERIMENTS.md, "Fitting a λ rule"). It gives
+//! (three shapes of its own, the same 288-cell grid; docs/experiments/lambda-rule.md). It gives
 //! back C = 8 for objective perturbation and 60–120 (flat) for output perturbation; for
 //! `langevin`, whose stationary noise is that of Gaussian output perturbation, it gives C = 60 —
 //! output perturbation's rule, which `langevin` uses.

@@ -44,7 +44,7 @@
 //! σ/√(1 − c²) = 2σ_G/(nλ) = √2/(nλ√ρ₀), equals that of Gaussian output perturbation at the same
 //! ρ₀; the loss curvature only shrinks it. That is why `auto` is output perturbation's rule
 //! (60√d/(n ε^{3/2}), 7.5 times objective perturbation's): fitted on its own over 288 synthetic
-//! cells it gives the same constant (EXPERIMENTS.md, "Fitting a λ rule").
+//! cells it gives the same constant (docs/experiments/lambda-rule.md).
 //!
 //! **Assumptions:** logistic loss, every row ‖x‖₂ ≤ 1 (checked by the template), λ > 0, δ > 0
 //! (a Gaussian-shaped RDP curve gives no pure ε-DP; δ = 0 is refused). The proof is about real
