@@ -2,7 +2,7 @@
 //! binary crate): whatever the file holds, resolving it ends in a [`RunConfig`] or a one-line
 //! [`ConfigError`] that starts with the file's path, never a panic.
 //!
-//! What each property proves ([`CASES`] = 512 cases each):
+//! What each property proves ([`config_fuzz::CASES`] cases each):
 //! - [`arbitrary_text_resolves_or_fails_on_one_line`]: random text (any Unicode, and text made of
 //!   TOML's own characters) as the file, read with `read_toml` and resolved with
 //!   `Settings::resolve` as `run --config` does.
@@ -16,20 +16,14 @@
 
 use super::config::{LearnerRequest, RunConfig, Security, Settings};
 use clap::FromArgMatches;
+use dpagg_shared::cli::config_fuzz::{
+    self, arbitrary_text, boolean, check_one_line_error, config, edited, integer,
+    number_or_odd as number, string, toml_string,
+};
 use dpagg_shared::cli::{ConfigError, read_toml};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use std::path::Path;
-
-/// Cases per property: each writes one file and resolves it in well under a millisecond.
-const CASES: u32 = 512;
-
-fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: CASES,
-        ..ProptestConfig::default()
-    }
-}
 
 /// Resolves `text` as the configuration file of `run` (the tests set no DPAGG_AGG_* variable).
 fn resolve(text: &str) -> (String, Result<RunConfig, ConfigError>) {
@@ -43,24 +37,15 @@ fn resolve(text: &str) -> (String, Result<RunConfig, ConfigError>) {
         .expect("parses");
     let settings = Settings::from_arg_matches(&matches).expect("settings");
     if let Err(e) = read_toml::<Settings>(Path::new(&p)) {
-        check_error(&e, &p);
+        check_one_line_error(&e, &p);
     }
     (p, settings.resolve(&matches))
-}
-
-fn check_error(e: &ConfigError, path: &str) {
-    let text = e.to_string();
-    assert!(!text.contains('\n'), "multi-line error: {text:?}");
-    assert!(
-        text.starts_with(path),
-        "error does not name {path}: {text:?}"
-    );
 }
 
 fn check(text: &str) {
     let (path, result) = resolve(text);
     match result {
-        Err(e) => check_error(&e, &path),
+        Err(e) => check_one_line_error(&e, &path),
         Ok(c) => {
             let scheme = match c.security {
                 Security::Tls { .. } => "https://",
@@ -78,68 +63,13 @@ fn check(text: &str) {
     }
 }
 
-/// Any TOML value, as text.
-fn any_value() -> impl Strategy<Value = String> {
-    prop_oneof![
-        any::<i64>().prop_map(|v| v.to_string()),
-        Just("18446744073709551616".to_owned()),
-        Just("-1".to_owned()),
-        prop_oneof![
-            Just("nan"),
-            Just("inf"),
-            Just("-inf"),
-            Just("-0.0"),
-            Just("1e308"),
-            Just("5e-324")
-        ]
-        .prop_map(str::to_owned),
-        any::<f64>()
-            .prop_filter("finite", |v| v.is_finite())
-            .prop_map(|v| format!("{v:?}")),
-        any::<bool>().prop_map(|b| b.to_string()),
-        string(),
-        vec(string(), 0..4).prop_map(|v| format!("[{}]", v.join(", "))),
-        Just("{ a = 1 }".to_owned()),
-        Just("1979-05-27T07:32:00Z".to_owned()),
-    ]
-}
-
-/// A TOML basic string of odd content.
-fn string() -> impl Strategy<Value = String> {
-    prop_oneof![
-        "[a-z0-9.:_-]{0,12}",
-        ".{0,16}",
-        (any::<char>(), 0usize..5_000).prop_map(|(c, n)| std::iter::repeat_n(c, n).collect()),
-    ]
-    .prop_map(|s| toml_string(&s))
-}
-
-fn toml_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// `key = value`: usually `plausible`, one time in 60 any value, now and then left out (with
 /// about 28 keys, about half the files have every value well typed).
 fn key(
     name: &'static str,
     plausible: impl Strategy<Value = String> + 'static,
 ) -> BoxedStrategy<String> {
-    prop_oneof![
-        58 => plausible.prop_map(move |v| format!("{name} = {v}\n")),
-        1 => any_value().prop_map(move |v| format!("{name} = {v}\n")),
-        1 => Just(String::new()),
-    ]
-    .boxed()
+    config_fuzz::key(name, 58, plausible)
 }
 
 /// A key that is usually left out (it has a default, or conflicts with another).
@@ -152,23 +82,6 @@ fn rare(
         1 => key(name, plausible),
     ]
     .boxed()
-}
-
-fn number(range: std::ops::Range<f64>) -> BoxedStrategy<String> {
-    prop_oneof![
-        20 => range.prop_map(|v| format!("{v:?}")),
-        1 => prop_oneof![Just("nan"), Just("inf"), Just("-0.0")].prop_map(str::to_owned),
-    ]
-    .boxed()
-}
-
-/// An integer in `0..end`, or now and then −1 (which the unsigned settings refuse).
-fn integer(end: i64) -> impl Strategy<Value = String> {
-    prop_oneof![30 => 0..end, 1 => Just(-1)].prop_map(|v| v.to_string())
-}
-
-fn boolean() -> impl Strategy<Value = String> {
-    any::<bool>().prop_map(|b| b.to_string())
 }
 
 fn near_valid_file() -> impl Strategy<Value = String> {
@@ -280,36 +193,12 @@ fn near_valid_file() -> impl Strategy<Value = String> {
         .prop_map(|(a, b, c, d, extra)| format!("{a}{b}{c}{d}{}", extra.unwrap_or_default()))
 }
 
-/// `text` with a few random characters overwritten, inserted or removed.
-fn edited(text: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
-    (
-        text,
-        vec((any::<prop::sample::Index>(), any::<char>(), 0u8..3), 1..6),
-    )
-        .prop_map(|(text, edits)| {
-            let mut chars: Vec<char> = text.chars().collect();
-            for (at, c, op) in edits {
-                match op {
-                    0 if !chars.is_empty() => {
-                        let i = at.index(chars.len());
-                        chars[i] = c;
-                    }
-                    1 if !chars.is_empty() => {
-                        chars.remove(at.index(chars.len()));
-                    }
-                    _ => chars.insert(at.index(chars.len() + 1), c),
-                }
-            }
-            chars.into_iter().collect()
-        })
-}
-
 proptest! {
     #![proptest_config(config())]
 
     #[test]
     fn arbitrary_text_resolves_or_fails_on_one_line(
-        text in prop_oneof![".{0,400}", "[a-z_\\[\\]=\" .0-9\n]{0,400}"]
+        text in arbitrary_text()
     ) {
         check(&text);
     }

@@ -12,6 +12,8 @@
 //! - [`learner`]: [`LearnerArgs`], the learner-spec flags (`--mechanism`, `--delta`,
 //!   `--lambda`, `--option`) every command that trains flattens, with the mechanism help
 //!   generated from the registry.
+//! - `config_fuzz` (feature `config-fuzz`, tests only): the TOML strategies of the tools'
+//!   configuration-file property tests.
 //! - [`exit`]: the end of every tool — [`Out`] writes stdout and turns a reader that went away
 //!   (`| head -1`) into a clean exit; [`exit_code`] prints any other error as one `error: …`
 //!   line on stderr and returns a failure status.
@@ -19,6 +21,8 @@
 //! [`Tool`] is every tool's command line (logging flags and subcommands) and [`run_tool`]
 //! strings the rest together: a tool's `main` is one call.
 
+#[cfg(feature = "config-fuzz")]
+pub mod config_fuzz;
 pub mod exit;
 pub mod learner;
 pub mod log;
