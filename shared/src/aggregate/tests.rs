@@ -4,7 +4,7 @@ use super::*;
 use crate::data::dataset::dot;
 use crate::data::synthetic::{SyntheticSpec, generate};
 use crate::learn::logistic::logistic_loss;
-use crate::privacy::noise::derived_rng;
+use crate::util::seed::derived_rng;
 use rand::RngExt;
 
 #[test]

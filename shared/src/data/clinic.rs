@@ -67,7 +67,7 @@ pub fn clinic_rows<R: Rng + ?Sized>(n: usize, rng: &mut R) -> Dataset {
 mod tests {
     use super::*;
     use crate::learn::classifier::LinearClassifier;
-    use crate::privacy::noise::derived_rng;
+    use crate::util::seed::derived_rng;
 
     #[test]
     fn rows_are_in_the_unit_ball_and_the_bayes_accuracy_is_near_0_82() {

@@ -4,6 +4,8 @@
 //! - [`stats`]: mean ± sd and the Kolmogorov–Smirnov test of the noise tests.
 //! - [`files`]: [`files::atomic_write`], output that is never half-written (invariant 5).
 //! - [`private`]: [`private::check_state_dir`], state and keys only this process's user can change.
+//! - [`seed`]: [`seed::derive_seed`] and [`seed::derived_rng`], seeded streams for simulations,
+//!   generators and splits (never privacy noise).
 //! - [`stop`]: [`stop::Stop`], cancellation and deadlines for long work.
 //! - [`text`]: [`text::clean`], text from peers capped and made safe for logs and reports.
 //! - [`time`]: timestamps of releases and reports.
@@ -11,6 +13,7 @@
 pub mod files;
 pub mod num;
 pub mod private;
+pub mod seed;
 pub mod stats;
 pub mod stop;
 pub mod text;

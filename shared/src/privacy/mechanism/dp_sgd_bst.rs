@@ -228,7 +228,7 @@ mod tests {
     use super::*;
     use crate::data::synthetic::{SyntheticSpec, generate};
     use crate::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
-    use crate::privacy::noise::derived_rng;
+    use crate::util::seed::derived_rng;
     use crate::util::stats::ks_test;
     use statrs::distribution::{ContinuousCDF, Normal};
 

@@ -8,7 +8,7 @@ use crate::data::synthetic::{SyntheticSpec, generate};
 use crate::learn::logistic::Penalty;
 use crate::learn::logistic::{evaluate, logistic_loss};
 use crate::privacy::guarantee::NeighbourRelation;
-use crate::privacy::noise::derived_rng;
+use crate::util::seed::derived_rng;
 use crate::util::stats::ks_test;
 use crate::util::stop::Stop;
 use statrs::distribution::{ContinuousCDF, Normal};
