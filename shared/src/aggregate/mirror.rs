@@ -8,7 +8,7 @@ use super::{AggregateError, check_order, validate};
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::classifier::LinearClassifier;
 use crate::learn::fastmath;
-use crate::learn::simd::{Kernel, vectorised};
+use crate::util::simd::{Kernel, vectorised};
 use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
 use rand::Rng;
 use rand::seq::SliceRandom;

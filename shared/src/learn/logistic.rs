@@ -16,7 +16,7 @@ use crate::data::dataset::{Dataset, dot};
 use crate::learn::fastmath;
 use crate::learn::margins::margins_into;
 use crate::learn::row_sums::add_weighted_rows;
-use crate::learn::simd::{Kernel, vectorised};
+use crate::util::simd::{Kernel, vectorised};
 use rayon::prelude::*;
 
 pub use crate::learn::hessian::{CurvatureRows, hessian};

@@ -7,8 +7,7 @@
 //!   fit from sub-samples; [`hessian`]: the Hessian over all rows or a sub-sample, by [`gram`]'s
 //!   dgemm bits or [`quick_gram`]; [`cholesky`]: the factor of each Newton step, with nalgebra's
 //!   bits.
-//! - [`simd`]: runtime dispatch of the pass loops to AVX2 + FMA, bit-identical, no `unsafe`;
-//!   [`margins`]: the passes' yᵢ⟨θ, xᵢ⟩ stage, four rows at a time; [`row_sums`]: their Σ cᵢxᵢ
+//! - [`margins`]: the passes' yᵢ⟨θ, xᵢ⟩ stage, four rows at a time; [`row_sums`]: their Σ cᵢxᵢ
 //!   stage; both bit-identical to one row at a time.
 //! - [`held_out`]: the total loss of many θ on one fixed fold (cross-validation's scores).
 //! - [`classifier`]: [`classifier::LinearClassifier`], the fitted model every layer passes around.
@@ -28,6 +27,5 @@ pub mod logistic;
 pub(crate) mod margins;
 pub(crate) mod quick_gram;
 pub(crate) mod row_sums;
-pub mod simd;
 pub mod solver;
 pub(crate) mod warm_start;
