@@ -7,7 +7,7 @@ use super::loss_table::LossTable;
 use super::{AggregateError, check_order, validate};
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::classifier::LinearClassifier;
-use crate::learn::fastmath;
+use crate::util::fastmath;
 use crate::util::simd::{Kernel, vectorised};
 use nalgebra::{DMatrix, DMatrixView, DMatrixViewMut};
 use rand::Rng;

@@ -7,7 +7,7 @@
 //! has the bits of the row-by-row loop, at SIMD speed ([`crate::util::simd`]).
 
 use crate::data::dataset::Dataset;
-use crate::learn::fastmath;
+use crate::util::fastmath;
 use crate::util::simd::{Kernel, vectorised};
 
 /// Some rows of a data set, column-major, to be scored by many θ.

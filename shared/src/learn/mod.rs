@@ -1,6 +1,5 @@
 //! The learning layer: L2-regularised logistic regression without any privacy.
 //!
-//! - [`fastmath`]: branch-free `exp`/`log1p` on the ranges the logistic loss needs.
 //! - [`logistic`]: stable loss, gradient and Hessian of the (possibly perturbed) objective.
 //! - [`solver`]: damped Newton to a certified gradient tolerance; [`curvature`]: its exact or
 //!   sub-sampled Hessian, kept while it serves on large data; [`warm_start`]: the start of a large
@@ -19,7 +18,6 @@
 pub(crate) mod cholesky;
 pub mod classifier;
 pub mod curvature;
-pub mod fastmath;
 pub(crate) mod gram;
 pub mod held_out;
 pub mod hessian;

@@ -2,6 +2,8 @@
 //!
 //! - [`num`]: [`num::Num`], numbers in errors and the ledger without 300-digit decimals.
 //! - [`stats`]: mean ± sd and the Kolmogorov–Smirnov test of the noise tests.
+//! - [`fastmath`]: branch-free `exp`/`log1p` on the ranges the logistic loss needs, and the
+//!   stable σ and softplus built on them.
 //! - [`files`]: [`files::atomic_write`], output that is never half-written (invariant 5).
 //! - [`private`]: [`private::check_state_dir`], state and keys only this process's user can change.
 //! - [`seed`]: [`seed::derive_seed`] and [`seed::derived_rng`], seeded streams for simulations,
@@ -12,6 +14,7 @@
 //! - [`text`]: [`text::clean`], text from peers capped and made safe for logs and reports.
 //! - [`time`]: timestamps of releases and reports.
 
+pub mod fastmath;
 pub mod files;
 pub mod num;
 pub mod private;

@@ -39,7 +39,7 @@
 use super::kind::Registration;
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::{Dataset, dot};
-use crate::learn::logistic::sigmoid;
+use crate::util::fastmath::sigmoid;
 use crate::privacy::guarantee::{LOGISTIC_UNIT_BALL, PrivacyGuarantee};
 use crate::privacy::noise::NoiseSource;
 use crate::util::stop::Stop;

@@ -6,7 +6,7 @@
 
 use super::{GibbsError, MODE_TOLERANCE, TV_SLACK};
 use crate::data::dataset::{Dataset, dot};
-use crate::learn::fastmath;
+use crate::util::fastmath;
 use crate::learn::logistic::Penalty;
 use crate::learn::row_sums::add_weighted_rows;
 use crate::util::simd::{Kernel, vectorised};
