@@ -8,8 +8,8 @@
 //! input's separator (`,` `;` tab or `|`, detected from the header line as the loader does).
 
 use dpagg_shared::data::schema::Separator;
-use dpagg_shared::privacy::noise::derived_rng;
 use dpagg_shared::util::files::atomic_write;
+use dpagg_shared::util::seed::derived_rng;
 use rand::seq::SliceRandom;
 use std::path::{Path, PathBuf};
 

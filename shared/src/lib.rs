@@ -8,7 +8,8 @@
 //! - [`privacy`]: guarantees, noise, private learners ([`privacy::mechanism`]) and accounting.
 //! - [`aggregate`]: mirror averaging (Minami et al. 2015, eq. 15–17) and the comparators.
 //! - [`simulation`]: the in-process simulation of Minami et al. 2015, §5.
-//! - [`util`]: statistics for tests and summaries, atomic file output.
+//! - [`util`]: what every layer uses — seeded streams, the SIMD dispatch and fast math of the
+//!   pass loops, statistics for tests and summaries, atomic file output.
 //! - `cli` (cargo feature `cli`): the plumbing of the command-line tools — logging, settings
 //!   resolved with the origin of every value, one-line errors and a stdout that may close.
 //! - `identity` (cargo feature `identity`): organisations' identities — mutual TLS

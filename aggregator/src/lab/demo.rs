@@ -33,9 +33,9 @@ use dpagg_shared::data::clinic::{
 use dpagg_shared::identity::certs::{PUBLIC_KEYS_DIR, Validity};
 use dpagg_shared::privacy::guarantee::PrivacyGuarantee;
 use dpagg_shared::privacy::mechanism::LearnerSpec;
-use dpagg_shared::privacy::noise::derived_rng;
 use dpagg_shared::util::files::atomic_write;
 use dpagg_shared::util::num::Num;
+use dpagg_shared::util::seed::derived_rng;
 use rand::seq::SliceRandom;
 use std::ffi::OsString;
 use std::io::Write;

@@ -5,9 +5,9 @@ use dpagg_shared::cli::{LearnerArgs, Out};
 use dpagg_shared::data::bundled::Bundled;
 use dpagg_shared::data::csv::{RawRows, load_csv, load_csv_with_raw};
 use dpagg_shared::data::normalise::MapMode;
-use dpagg_shared::data::private_normalisation::simulate_private_constants;
 use dpagg_shared::data::schema::Schema;
 use dpagg_shared::data::synthetic::SyntheticSpec;
+use dpagg_shared::privacy::private_normalisation::simulate_private_constants;
 use dpagg_shared::simulation::{
     DataSource, LocalBaseline, PAPER, SimulationConfig, SimulationSummary, TestSplit,
     run as run_simulation, runs_csv,

@@ -29,7 +29,7 @@ use dpagg_shared::data::csv::load_csv_with_raw;
 use dpagg_shared::data::partition::proportional_split;
 use dpagg_shared::data::schema::Schema;
 use dpagg_shared::privacy::mechanism::LearnerSpec;
-use dpagg_shared::privacy::noise::derived_rng;
+use dpagg_shared::util::seed::derived_rng;
 use dpagg_shared::util::time::{now_ms, rfc3339};
 use dpagg_shared::{Dataset, LinearClassifier};
 use std::path::Path;

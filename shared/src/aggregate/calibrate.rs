@@ -9,7 +9,7 @@
 //! without intercept; ρ = [`RIDGE`] keeps a finite on separable rows). a·m has the same signs
 //! as m, so the candidate's predictions are unchanged.
 
-use crate::learn::logistic::sigmoid;
+use crate::util::fastmath::sigmoid;
 
 /// ρ: a tiny ridge on the scale, so separable rows give a large but finite a.
 pub const RIDGE: f64 = 1e-3;

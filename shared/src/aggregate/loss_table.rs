@@ -87,7 +87,7 @@ mod tests {
     use super::*;
     use crate::aggregate::{MirrorAveraging, best_single, best_single_from_table};
     use crate::data::synthetic::{SyntheticSpec, generate};
-    use crate::privacy::noise::derived_rng;
+    use crate::util::seed::derived_rng;
     use rand::RngExt;
 
     /// 700 rows (several blocks and sub-blocks) and 12 experts near the truth.

@@ -17,7 +17,7 @@
 use crate::data::csv::{DataError, load_rows};
 use crate::data::dataset::Dataset;
 use crate::data::schema::{LabelSpec, Schema, SchemaError};
-use crate::learn::logistic::sigmoid;
+use crate::util::fastmath::sigmoid;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

@@ -71,7 +71,7 @@ use crate::data::dataset::Dataset;
 use crate::learn::classifier::LinearClassifier;
 use crate::learn::logistic::logistic_loss;
 use crate::learn::solver::SolverError;
-use crate::privacy::noise::derived_rng;
+use crate::util::seed::derived_rng;
 use serde::Serialize;
 
 /// How the final model is chosen.

@@ -4,7 +4,7 @@ use super::*;
 use crate::data::dataset::dot;
 use crate::data::synthetic::{SyntheticSpec, generate};
 use crate::learn::logistic::logistic_loss;
-use crate::privacy::noise::derived_rng;
+use crate::util::seed::derived_rng;
 use rand::RngExt;
 
 #[test]
@@ -224,7 +224,7 @@ fn softmax_sums_row_by_row(cumulative: &[f64], mins: &[f64], m: usize, beta: f64
         let live: Vec<usize> = (0..m).filter(|&j| s[j] - min <= cutoff).collect();
         let w: Vec<f64> = live
             .iter()
-            .map(|&j| crate::learn::fastmath::exp_nonpositive((min - s[j]) * (1.0 / beta)))
+            .map(|&j| crate::util::fastmath::exp_nonpositive((min - s[j]) * (1.0 / beta)))
             .collect();
         let mut z = 0.0;
         for v in &w {

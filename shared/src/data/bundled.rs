@@ -137,7 +137,7 @@ impl Bundled {
     }
 
     /// The whole dataset under another map of the same columns (e.g. the schema with centres
-    /// and scales from pooled private statistics, [`crate::data::private_normalisation`]).
+    /// and scales from pooled private statistics, [`crate::privacy::private_normalisation`]).
     ///
     /// # Panics
     /// If `schema` does not describe the bundled CSV's columns.

@@ -13,8 +13,6 @@
 //! - [`partition`]: partitions over organisations and stratified test splits.
 //! - [`agreed_map`]: centres, scales and an optional subspace the organisations agree on from
 //!   summaries (the aggregator's rows or the nodes' private moments) before any learner.
-//! - [`private_normalisation`]: ball-map centres and scales pooled from the organisations'
-//!   private moments instead of declared constants (and what that costs in ε).
 //!
 //! A new dataset goes into [`bundled`] (a CSV and a hand-written schema in `data/`) or is read
 //! from a file with [`csv::load_csv`]; nothing else needs to know about it.
@@ -29,7 +27,6 @@ pub mod dictionary;
 pub mod ehr;
 pub mod normalise;
 pub mod partition;
-pub mod private_normalisation;
 pub mod schema;
 pub mod schema_init;
 pub mod synthetic;

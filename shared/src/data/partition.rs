@@ -153,7 +153,7 @@ pub fn proportional_split<R: Rng + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::privacy::noise::derived_rng;
+    use crate::util::seed::derived_rng;
 
     fn toy(n: usize) -> Dataset {
         let x = (0..n).map(|i| i as f64 / n as f64).collect();

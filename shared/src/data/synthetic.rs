@@ -137,7 +137,7 @@ pub fn generate<R: Rng + ?Sized>(spec: &SyntheticSpec, rng: &mut R) -> Synthetic
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::privacy::noise::derived_rng;
+    use crate::util::seed::derived_rng;
 
     #[test]
     fn matches_the_papers_description() {

@@ -9,7 +9,7 @@
 //! only its lower triangle) has the same bits
 //! (`the_blocked_factor_has_the_bits_of_nalgebras_cholesky`).
 
-use crate::learn::simd::{Kernel, vectorised};
+use crate::util::simd::{Kernel, vectorised};
 use nalgebra::{DMatrix, Dyn};
 
 /// `DMatrix::from_row_slice(p, p, h).cholesky()` for the row-major p × p `h`.

@@ -8,7 +8,7 @@
 //!
 //! nalgebra calls dgemm only when p and the chunk's rows both exceed 5 ([`USES_DGEMM_ABOVE`]);
 //! smaller products keep nalgebra's own loop ([`crate::learn::logistic`] decides). Inlined into a
-//! [`crate::learn::simd::Kernel`] so the multiply-adds are vector FMA instructions. On a CPU
+//! [`crate::util::simd::Kernel`] so the multiply-adds are vector FMA instructions. On a CPU
 //! without FMA, `f64::mul_add` is still one rounding, computed in software (slow): the results
 //! are those of FMA CPUs, where dgemm's non-FMA kernel would have rounded every product.
 //! `has_the_bits_of_nalgebras_dgemm` checks the bits against nalgebra's `gemm` for p = 6..20,
@@ -134,7 +134,7 @@ fn store<const NI: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::learn::simd::{Kernel, vectorised};
+    use crate::util::simd::{Kernel, vectorised};
     use nalgebra::{DMatrix, DMatrixView};
 
     /// Operands and the register width whose tile shapes to use.

@@ -4,11 +4,11 @@
 //! The rows are stored column by column, so the margins vectorise across rows while each row's
 //! ⟨θ, x⟩ is still summed over j = 0, 1, … in order, exactly as [`crate::data::dataset::dot`]
 //! sums it, and each loss is [`crate::learn::logistic::logistic_loss`]'s arithmetic: the result
-//! has the bits of the row-by-row loop, at SIMD speed ([`crate::learn::simd`]).
+//! has the bits of the row-by-row loop, at SIMD speed ([`crate::util::simd`]).
 
 use crate::data::dataset::Dataset;
-use crate::learn::fastmath;
-use crate::learn::simd::{Kernel, vectorised};
+use crate::util::fastmath;
+use crate::util::simd::{Kernel, vectorised};
 
 /// Some rows of a data set, column-major, to be scored by many θ.
 #[derive(Debug, Clone)]

@@ -10,12 +10,12 @@
 //! every row.
 
 use crate::data::dataset::Dataset;
-use crate::learn::fastmath;
 use crate::learn::gram;
 use crate::learn::logistic::{CHUNK_ROWS, Chunk, DataSums, add_into, chunk_range};
 use crate::learn::margins::margins_into;
 use crate::learn::quick_gram;
-use crate::learn::simd::{Kernel as SimdKernel, vectorised};
+use crate::util::fastmath;
+use crate::util::simd::{Kernel as SimdKernel, vectorised};
 use nalgebra::{DMatrix, DMatrixView};
 use rayon::prelude::*;
 

@@ -13,10 +13,10 @@
 //! and sums the chunk results in chunk order, so results are bit-identical for any thread count.
 
 use crate::data::dataset::{Dataset, dot};
-use crate::learn::fastmath;
 use crate::learn::margins::margins_into;
 use crate::learn::row_sums::add_weighted_rows;
-use crate::learn::simd::{Kernel, vectorised};
+use crate::util::fastmath;
+use crate::util::simd::{Kernel, vectorised};
 use rayon::prelude::*;
 
 pub use crate::learn::hessian::{CurvatureRows, hessian};
@@ -28,13 +28,6 @@ pub const CHUNK_ROWS: usize = 4096;
 #[inline]
 pub fn softplus(z: f64) -> f64 {
     fastmath::softplus(z)
-}
-
-/// The logistic function 1/(1 + e⁻ᶻ), stable for large |z|.
-#[inline]
-pub fn sigmoid(z: f64) -> f64 {
-    // logistic_terms(m).slope is σ(−m).
-    fastmath::logistic_terms(-z).slope
 }
 
 /// Logistic loss ℓ(z, y) = log(1 + exp(−y z)) of a real-valued score z for label y = ±1 (eq. 23).
@@ -284,6 +277,7 @@ pub(crate) fn add_into(acc: &mut [f64], x: &[f64]) {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::util::fastmath::sigmoid;
 
     #[test]
     fn softplus_and_sigmoid_are_stable() {

@@ -104,7 +104,7 @@ mod avx2 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::learn::simd::{Kernel, vectorised};
+    use crate::util::simd::{Kernel, vectorised};
 
     struct Margins<'a>(&'a [f64], &'a [f64], &'a [f64]);
     impl Kernel for Margins<'_> {

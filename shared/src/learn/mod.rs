@@ -1,15 +1,12 @@
 //! The learning layer: L2-regularised logistic regression without any privacy.
 //!
-//! - [`fastmath`]: branch-free `exp`/`log1p` on the ranges the logistic loss needs.
 //! - [`logistic`]: stable loss, gradient and Hessian of the (possibly perturbed) objective.
 //! - [`solver`]: damped Newton to a certified gradient tolerance; [`curvature`]: its exact or
 //!   sub-sampled Hessian, kept while it serves on large data; [`warm_start`]: the start of a large
 //!   fit from sub-samples; [`hessian`]: the Hessian over all rows or a sub-sample, by [`gram`]'s
 //!   dgemm bits or [`quick_gram`]; [`cholesky`]: the factor of each Newton step, with nalgebra's
 //!   bits.
-//! - [`simd`]: runtime dispatch of the pass loops to AVX-512 or AVX2 + FMA, bit-identical, no
-//!   `unsafe`;
-//!   [`margins`]: the passes' yᵢ⟨θ, xᵢ⟩ stage, four rows at a time; [`row_sums`]: their Σ cᵢxᵢ
+//! - [`margins`]: the passes' yᵢ⟨θ, xᵢ⟩ stage, four rows at a time; [`row_sums`]: their Σ cᵢxᵢ
 //!   stage; both bit-identical to one row at a time.
 //! - [`held_out`]: the total loss of many θ on one fixed fold (cross-validation's scores).
 //! - [`classifier`]: [`classifier::LinearClassifier`], the fitted model every layer passes around.
@@ -21,7 +18,6 @@
 pub(crate) mod cholesky;
 pub mod classifier;
 pub mod curvature;
-pub mod fastmath;
 pub(crate) mod gram;
 pub mod held_out;
 pub mod hessian;
@@ -29,6 +25,5 @@ pub mod logistic;
 pub(crate) mod margins;
 pub(crate) mod quick_gram;
 pub(crate) mod row_sums;
-pub mod simd;
 pub mod solver;
 pub(crate) mod warm_start;

@@ -1,7 +1,7 @@
 //! Σᵢ cᵢxᵢ over a block of rows, the last stage of every gradient pass, with each coordinate's
 //! additions in row order — the bits of adding one row at a time — but without storing and
 //! reloading the sums at every row (which made the passes wait on memory for small d).
-//! Inlined into the passes' [`crate::learn::simd::Kernel`]s, so it is compiled for their SIMD width.
+//! Inlined into the passes' [`crate::util::simd::Kernel`]s, so it is compiled for their SIMD width.
 
 /// Coordinates summed together in one loop over the rows: each coordinate's additions are a
 /// serial chain (row order), so a loop over one 8-wide run waits on the adder's latency at every

@@ -342,7 +342,8 @@ impl<'a> RidgePath<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::learn::logistic::{Penalty, sigmoid};
+    use crate::learn::logistic::Penalty;
+    use crate::util::fastmath::sigmoid;
 
     /// n1 rows (x=1, y=+1) and n0 rows (x=1, y=−1), one feature.
     fn two_point(n1: usize, n0: usize) -> Dataset {

@@ -19,6 +19,9 @@
 //!   [`statistics::laplace_stats`]).
 //! - [`synthetic`]: private synthetic data — the Rényi DP of rows sampled from the normal fitted
 //!   to the data (Miura et al. 2022, [`synthetic::mvn_rdp`]).
+//! - [`private_normalisation`]: ball-map centres and scales pooled from the organisations'
+//!   private moments ([`statistics::moments`]) instead of declared constants (and what that
+//!   costs in ε).
 //! - [`data_release`]: the data releases a node makes besides learners (statistics, synthetic
 //!   data) as one spec type, calibrated from public quantities before any record is read.
 
@@ -29,6 +32,7 @@ pub mod discrete;
 pub mod guarantee;
 pub mod mechanism;
 pub mod noise;
+pub mod private_normalisation;
 pub mod release;
 pub mod snapping;
 pub mod statistics;

@@ -6,8 +6,9 @@
 //! Both draw `rand`'s `ChaCha20Rng` keystream word for word, computed by [`super::chacha`]
 //! (faster blocks, the same words: a seeded run keeps its bits).
 //! Every release records [`NoiseSource::is_seeded`] in its metadata so that a seeded release can
-//! never pass as a real one. Simulations derive independent per-task seeds with [`derive_seed`],
-//! which makes them deterministic whatever the number of threads.
+//! never pass as a real one. Simulations derive independent per-task seeds with
+//! [`crate::util::seed::derive_seed`], which makes them deterministic whatever the number of
+//! threads.
 
 use super::chacha::ChaCha20Blocks;
 use rand::rand_core::block::BlockRng;
@@ -96,32 +97,6 @@ impl TryRng for NoiseSource {
 
 impl TryCryptoRng for NoiseSource {}
 
-/// Derives a child seed from a parent seed and a path of indices (SplitMix64 finaliser chain).
-///
-/// Simulations give every task (trial, ε, organisation, purpose) its own seed this way, so the
-/// random stream a task sees does not depend on scheduling or thread count.
-pub fn derive_seed(parent: u64, path: &[u64]) -> u64 {
-    path.iter()
-        .fold(splitmix(parent ^ 0x6470_6167_675f_7631), |acc, &p| {
-            splitmix(acc ^ splitmix(p.wrapping_add(0x9e37_79b9_7f4a_7c15)))
-        })
-}
-
-fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// A seeded ChaCha20 generator for randomness that is not privacy noise: synthetic data,
-/// partitions, test splits and visiting orders, in simulations and in the aggregator's own
-/// protocol (whose test split and order are its own choices, not released). Never draw privacy
-/// noise from it: release paths use [`NoiseSource::secure`] (invariant 4).
-pub fn derived_rng(seed: u64, path: &[u64]) -> ChaCha20Rng {
-    ChaCha20Rng::seed_from_u64(derive_seed(seed, path))
-}
-
 /// Samples b ∈ ℝᵈⁱᵐ with density ∝ exp(−||b||₂/scale): ||b|| ~ Gamma(dim, scale) (shape dim,
 /// scale `scale`) and b/||b|| uniform on the sphere. This is the noise of CMS 2011 Algorithms 1 and 2
 /// (there written exp(−β||b||) with β = 1/scale).
@@ -196,13 +171,5 @@ mod tests {
         let mut b = NoiseSource::secure().expect("entropy");
         assert!(!a.is_seeded());
         assert_ne!(a.random::<u64>(), b.random::<u64>());
-    }
-
-    #[test]
-    fn derived_seeds_differ_by_path() {
-        let s = derive_seed(1, &[0, 1]);
-        assert_ne!(s, derive_seed(1, &[1, 0]));
-        assert_ne!(s, derive_seed(2, &[0, 1]));
-        assert_eq!(s, derive_seed(1, &[0, 1]));
     }
 }

@@ -28,7 +28,8 @@ use crate::data::synthetic::SyntheticSpec;
 use crate::learn::classifier::LinearClassifier;
 use crate::learn::solver::SolverError;
 use crate::privacy::mechanism::{Lambda, Mechanism, MechanismError, MechanismKind, Options};
-use crate::privacy::noise::{NoiseSource, derive_seed, derived_rng};
+use crate::privacy::noise::NoiseSource;
+use crate::util::seed::{derive_seed, derived_rng};
 use crate::util::stats::Summary;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -391,10 +392,10 @@ fn summarise(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
-    pub(crate) fn small(seed: u64) -> SimulationConfig {
+    pub(super) fn small(seed: u64) -> SimulationConfig {
         SimulationConfig {
             dataset: "synthetic".into(),
             source: DataSource::Synthetic(SyntheticSpec {
@@ -469,6 +470,26 @@ pub(crate) mod tests {
             assert_eq!(row.accuracy(PAPER), full_row.accuracy(PAPER));
             assert_eq!(row.combiners.iter().count(), 1);
         }
+    }
+
+    /// The test-only combiner of `aggregate/combiner/example.rs` (its registry line alone) is a
+    /// column of the simulation's outputs.
+    #[test]
+    fn a_registered_combiner_is_a_column_of_the_simulation() {
+        let zero = Candidate::all()
+            .find(|c| c.name() == "example-zero")
+            .expect("registered");
+        let (summary, runs) = run(&small(3), &|| {}).expect("run");
+        let csv = String::from_utf8(runs_csv(&runs).expect("csv")).expect("utf8");
+        let header = csv.lines().next().unwrap_or_default();
+        assert!(
+            header.contains(",best_single_accuracy,example_zero_accuracy,nonprivate_aggregate"),
+            "{header}"
+        );
+        // θ = 0 predicts one class; the synthetic test set is balanced.
+        assert!(runs.iter().all(|r| r.accuracy(zero) == 0.5));
+        let json = serde_json::to_value(&summary).expect("json");
+        assert_eq!(json["rows"][0]["example_zero_accuracy"]["mean"], 0.5);
     }
 
     #[test]

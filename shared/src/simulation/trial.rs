@@ -15,7 +15,7 @@ use crate::data::partition::{
 use crate::data::synthetic::generate;
 use crate::learn::classifier::LinearClassifier;
 use crate::learn::solver::{SolverError, fit_logistic};
-use crate::privacy::noise::{derive_seed, derived_rng};
+use crate::util::seed::{derive_seed, derived_rng};
 use rayon::prelude::*;
 
 /// Per-trial state shared by all ε and mechanisms.

@@ -150,7 +150,7 @@ fn project_onto_ball(row: &mut [f64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dpagg_shared::privacy::noise::derived_rng;
+    use dpagg_shared::util::seed::derived_rng;
 
     #[test]
     fn rows_are_in_the_unit_ball_with_the_intercept_and_signed_labels() {

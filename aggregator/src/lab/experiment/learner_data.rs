@@ -20,7 +20,7 @@ use dpagg_shared::data::clinic::{
 };
 use dpagg_shared::data::dataset::Dataset;
 use dpagg_shared::data::synthetic::{SyntheticSpec, generate};
-use dpagg_shared::privacy::noise::{derive_seed, derived_rng};
+use dpagg_shared::util::seed::{derive_seed, derived_rng};
 use rand::seq::SliceRandom;
 
 /// Purposes of derived seeds (the last path element).

@@ -21,7 +21,7 @@ use dpagg_shared::data::csv::{RawRows, load_csv_with_raw, read_csv_with_raw_quie
 use dpagg_shared::data::dataset::Dataset;
 use dpagg_shared::data::partition::{equal_partition, proportional_split, sized_partition};
 use dpagg_shared::data::schema::Schema;
-use dpagg_shared::privacy::noise::derived_rng;
+use dpagg_shared::util::seed::derived_rng;
 use std::path::Path;
 
 /// How a CSV scenario is split (the flags of `experiment utility`).

@@ -33,7 +33,7 @@ use dpagg_shared::data::dataset::Dataset;
 use dpagg_shared::data::ehr::EhrPopulation;
 use dpagg_shared::data::partition::{equal_partition, stratified_split};
 use dpagg_shared::data::synthetic::{SyntheticData, SyntheticSpec, generate};
-use dpagg_shared::privacy::noise::derived_rng;
+use dpagg_shared::util::seed::derived_rng;
 
 /// The scenarios, in table order. New ones go last: a scenario's index is part of its seed
 /// path, so appending keeps every earlier scenario's trials.

@@ -42,7 +42,7 @@
 //!
 //! Every trial draws its own split (for the synthetic scenario: partition of the one generated
 //! dataset, as in `utility`) and noise, deterministically from `--seed`
-//! ([`dpagg_shared::privacy::noise::derive_seed`]); trials run in parallel.
+//! ([`dpagg_shared::util::seed::derive_seed`]); trials run in parallel.
 //!
 //! Outputs: `synthetic_runs.csv` (every trial), `synthetic.csv` (mean, sd, standard error per
 //! cell), `synthetic_paired.csv` (the paired differences) and `synthetic.md` (printed too).
@@ -60,8 +60,9 @@ use dpagg_shared::data::csv::{RawRows, read_csv_with_raw};
 use dpagg_shared::data::dataset::Dataset;
 use dpagg_shared::data::schema::Schema;
 use dpagg_shared::privacy::data_release::{DataInput, DataPayload, plan};
-use dpagg_shared::privacy::noise::{NoiseSource, derive_seed};
+use dpagg_shared::privacy::noise::NoiseSource;
 use dpagg_shared::privacy::synthetic::mvn_release::from_unit_cube;
+use dpagg_shared::util::seed::derive_seed;
 use dpagg_shared::util::stats::Summary;
 use rayon::prelude::*;
 use std::fmt::Write as _;

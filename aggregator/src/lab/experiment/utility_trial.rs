@@ -12,7 +12,7 @@ use dpagg_shared::aggregate::select::{
     Candidate, SelectionConfig, choose_final_scored, tuned_logistic,
 };
 use dpagg_shared::data::dataset::Dataset;
-use dpagg_shared::privacy::noise::derive_seed;
+use dpagg_shared::util::seed::derive_seed;
 
 /// Seed-path purpose of the nodes' moments under `--map pooled`.
 const MAP_NOISE: u64 = 23;

@@ -6,7 +6,7 @@ use crate::data::dataset::{Dataset, dot};
 use crate::learn::classifier::LinearClassifier;
 use crate::learn::held_out::HeldOut;
 use crate::learn::solver::{Fit, RidgePath, SolverError, fit_logistic};
-use crate::privacy::noise::derived_rng;
+use crate::util::seed::derived_rng;
 use rand::Rng;
 use rand::seq::SliceRandom;
 

@@ -4,7 +4,7 @@
 //!
 //! A block of rows of the common ball map — every feature the identity transform with no numeric
 //! missing marker, no subspace — goes through one loop compiled for the widest SIMD the CPU has
-//! ([`crate::learn::simd`]), with the features' constants in arrays: clipping and missing values
+//! ([`crate::util::simd`]), with the features' constants in arrays: clipping and missing values
 //! as selects, so the divisions by the scales go four or eight at a time. Each value gets the
 //! same operations as in [`Schema::normalise_row`] (clip, subtract the centre, divide by the
 //! scale, multiply by the row scale), each rounded the same way, and the row ends with the same
@@ -12,7 +12,7 @@
 
 use super::Schema;
 use crate::data::normalise::{self, BallRow, MapMode, RowReport, Transform};
-use crate::learn::simd::{Kernel, vectorised};
+use crate::util::simd::{Kernel, vectorised};
 
 /// A schema's row map, ready to map many rows ([`Schema::row_map`]).
 #[derive(Debug, Clone)]

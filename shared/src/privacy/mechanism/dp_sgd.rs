@@ -47,7 +47,7 @@ use super::lambda::{AutoRule, Lambda};
 use super::kind::{OptionSpec, OptionType, Registration};
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::{Dataset, dot};
-use crate::learn::logistic::sigmoid;
+use crate::util::fastmath::sigmoid;
 use crate::privacy::accounting::{self, RdpCurve};
 use crate::privacy::discrete::{BernoulliF64, DiscreteError, LatticeSum};
 use crate::privacy::guarantee::PrivacyGuarantee;

@@ -234,7 +234,7 @@ mod tests {
     use crate::data::synthetic::{SyntheticSpec, generate};
     use crate::learn::solver::fit_logistic;
     use crate::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
-    use crate::privacy::noise::derived_rng;
+    use crate::util::seed::derived_rng;
     use crate::privacy::snapping::SnappingError;
     use rand::RngExt;
 

@@ -152,7 +152,7 @@ mod tests {
     use crate::data::synthetic::{SyntheticSpec, generate};
     use crate::learn::solver::fit_logistic;
     use crate::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
-    use crate::privacy::noise::derived_rng;
+    use crate::util::seed::derived_rng;
     use crate::util::stats::ks_test;
     use rand::RngExt;
     use statrs::distribution::{ContinuousCDF, Gamma as GammaDist};

@@ -5,7 +5,7 @@ use super::*;
 use rand::RngExt;
 use crate::data::synthetic::{SyntheticSpec, generate};
 use crate::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
-use crate::privacy::noise::derived_rng;
+use crate::util::seed::derived_rng;
 use crate::util::stats::ks_test;
 use statrs::distribution::{Binomial, ChiSquared, ContinuousCDF, Discrete, Normal};
 

@@ -3,9 +3,9 @@
 
 use super::*;
 use crate::data::synthetic::{SyntheticSpec, generate};
-use crate::learn::logistic::sigmoid;
+use crate::util::fastmath::sigmoid;
 use crate::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
-use crate::privacy::noise::derived_rng;
+use crate::util::seed::derived_rng;
 use crate::util::stats::ks_test;
 use statrs::distribution::{ContinuousCDF, Normal};
 

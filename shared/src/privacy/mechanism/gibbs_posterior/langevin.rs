@@ -6,10 +6,10 @@
 
 use super::{GibbsError, MODE_TOLERANCE, TV_SLACK};
 use crate::data::dataset::{Dataset, dot};
-use crate::learn::fastmath;
+use crate::util::fastmath;
 use crate::learn::logistic::Penalty;
 use crate::learn::row_sums::add_weighted_rows;
-use crate::learn::simd::{Kernel, vectorised};
+use crate::util::simd::{Kernel, vectorised};
 use crate::learn::solver::{SolverOptions, minimise};
 use crate::privacy::mechanism::MechanismError;
 use crate::privacy::noise::NoiseSource;

@@ -8,7 +8,7 @@ use crate::data::synthetic::{SyntheticSpec, generate};
 use crate::learn::logistic::Penalty;
 use crate::learn::logistic::{evaluate, logistic_loss};
 use crate::privacy::guarantee::NeighbourRelation;
-use crate::privacy::noise::derived_rng;
+use crate::util::seed::derived_rng;
 use crate::util::stats::ks_test;
 use crate::util::stop::Stop;
 use statrs::distribution::{ContinuousCDF, Normal};
@@ -209,7 +209,7 @@ fn gradient_row_by_row(data: &Dataset, beta: f64, prior: f64, theta: &[f64]) -> 
     let mut out: Vec<f64> = theta.iter().map(|t| prior * t).collect();
     for (x, y) in data.features().chunks(theta.len()).zip(data.labels()) {
         let m = y * crate::learn::logistic::dot4(x, theta);
-        let u = crate::learn::fastmath::exp_nonpositive(-m.abs());
+        let u = crate::util::fastmath::exp_nonpositive(-m.abs());
         let inv = 1.0 / (1.0 + u);
         let slope = if m >= 0.0 { inv * u } else { inv };
         let c = -beta * y * slope;

@@ -379,7 +379,7 @@ fn accuracy_on_diabetes_is_close_to_objective_perturbation() {
 #[test]
 fn a_clinic_hospital_release_is_fast_and_close_to_objective_perturbation() {
     use crate::data::clinic::{CLINIC_HOSPITAL_ROWS, clinic_rows};
-    use crate::privacy::noise::derived_rng;
+    use crate::util::seed::derived_rng;
     let train = clinic_rows(CLINIC_HOSPITAL_ROWS, &mut derived_rng(71, &[]));
     let test = clinic_rows(5_000, &mut derived_rng(72, &[]));
     let (langevin, objective) = default_learners();

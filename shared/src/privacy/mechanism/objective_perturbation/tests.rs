@@ -7,7 +7,7 @@ use crate::data::dataset::dot;
 use crate::data::synthetic::{SyntheticSpec, generate};
 use crate::learn::logistic::evaluate;
 use crate::privacy::guarantee::NeighbourRelation;
-use crate::privacy::noise::derived_rng;
+use crate::util::seed::derived_rng;
 use crate::util::stats::ks_test;
 use statrs::distribution::{Beta, ContinuousCDF, Gamma as GammaDist};
 

@@ -1,9 +1,9 @@
 use super::*;
 use crate::data::synthetic::{SyntheticSpec, generate};
-use crate::privacy::noise::derived_rng;
 use crate::privacy::snapping::laplace_f64;
 use crate::privacy::statistics::smooth_median::testing::{median_chi_square, releases};
 use crate::privacy::statistics::smooth_median::{clipped_sorted, median, smooth_sensitivity};
+use crate::util::seed::derived_rng;
 use rand::RngExt;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 

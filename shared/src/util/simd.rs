@@ -2,14 +2,13 @@
 //!
 //! The crates are built for the portable x86-64 baseline (2-wide SSE2). [`vectorised`] runs a
 //! [`Kernel`] through `pulp`'s dispatcher, which calls it from a function compiled with AVX-512
-//! (x86-64-v4) or AVX2 + FMA (v3) enabled when the CPU has them (detected once at run time;
-//! `dpagg-aggregator bench` measures what each buys). A kernel's `run` is
-//! `#[inline(always)]` and so is every helper it calls ([`crate::learn::fastmath`], `dot4`), so the
-//! whole loop body is compiled inside that function and LLVM's auto-vectoriser uses 4- or 8-wide
-//! registers. (A closure was not enough: LLVM kept it out of line, compiled for the baseline.)
-//! Rust never contracts `a * b + c` into a fused multiply-add and LLVM does not reorder
-//! floating-point sums, so every element-wise result and every reduction is bit-identical to the
-//! baseline build — only the register width changes.
+//! (x86-64-v4) or AVX2 + FMA (v3) enabled when the CPU has them (detected once at run time). A
+//! kernel's `run` is `#[inline(always)]` and so is every helper it calls
+//! ([`super::fastmath`], `dot4`), so the whole loop body is compiled inside that function
+//! and LLVM's auto-vectoriser uses 4- or 8-wide registers. (A closure was not enough: LLVM kept
+//! it out of line, compiled for the baseline.) Rust never contracts `a * b + c` into a fused
+//! multiply-add and LLVM does not reorder floating-point sums, so every element-wise result and
+//! every reduction is bit-identical to the baseline build — only the register width changes.
 
 /// A loop to compile for the widest SIMD the CPU offers. Implementations mark `run`
 /// `#[inline(always)]`, or the loop stays compiled for the baseline.

@@ -120,8 +120,9 @@ pub fn simulate_private_constants(
     delta: f64,
     seed: u64,
 ) -> Result<(Schema, Vec<(f64, f64)>), PrivateNormalisationError> {
-    use crate::privacy::noise::{NoiseSource, derive_seed, derived_rng};
+    use crate::privacy::noise::NoiseSource;
     use crate::privacy::statistics::moments::{MomentNoise, MomentsParams, MomentsPlan};
+    use crate::util::seed::{derive_seed, derived_rng};
     use rand::seq::SliceRandom;
     if schema.mode() != crate::data::normalise::MapMode::Ball {
         return Err(PrivateNormalisationError::NotBall(schema.name.clone()));

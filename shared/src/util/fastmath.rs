@@ -118,6 +118,13 @@ pub fn logistic_terms(m: f64) -> LogisticTerms {
     }
 }
 
+/// The logistic function σ(z) = 1/(1 + e⁻ᶻ), stable for large |z|.
+#[inline]
+pub fn sigmoid(z: f64) -> f64 {
+    // logistic_terms(m).slope is σ(−m).
+    logistic_terms(-z).slope
+}
+
 /// softplus(z) = log(1 + e^z).
 #[inline(always)]
 pub fn softplus(z: f64) -> f64 {
