@@ -446,5 +446,4 @@ fn resolve_policy(l: &mut Layers<'_, Settings>) -> Result<Policy, ConfigError> {
 }
 
 #[cfg(test)]
-#[path = "config_tests.rs"]
 mod tests;

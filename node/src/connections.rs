@@ -451,5 +451,4 @@ impl Default for Backoff {
 }
 
 #[cfg(test)]
-#[path = "connections_tests.rs"]
 mod tests;

@@ -385,5 +385,4 @@ impl VerifyingKey {
 }
 
 #[cfg(test)]
-#[path = "signature_tests.rs"]
 mod tests;

@@ -608,7 +608,7 @@ fn files_are_the_modules_that_declare_them() {
             .map(|(_, m, _)| m.join("::"))
     };
     assert_eq!(
-        module("aggregate/select_tests.rs").as_deref(),
+        module("aggregate/select/tests.rs").as_deref(),
         Some("aggregate::select::tests")
     );
     assert_eq!(

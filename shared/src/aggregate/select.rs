@@ -46,7 +46,7 @@
 //! trials per cell). With
 //! the gate every cell is ≥ 0 on seeds 1, 2 and 3 and the planted noise case keeps local in 200
 //! of 200 seeds. The threshold was read off those scenarios; its price is that one excellent
-//! learner among disagreeing ones needs strong evidence (`select_tests.rs`), and that the clinic
+//! learner among disagreeing ones needs strong evidence (`select/tests.rs`), and that the clinic
 //! at ε = 0.5 (agreement about 0.96) gains 0.6 point instead of 3.5.
 //!
 //! **Privacy.** The final model is a function of released learners and the aggregator's own
@@ -527,5 +527,4 @@ pub fn paired_gain(a: &LinearClassifier, b: &LinearClassifier, test: &Dataset) -
 }
 
 #[cfg(test)]
-#[path = "select_tests.rs"]
 mod tests;

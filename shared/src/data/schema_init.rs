@@ -553,5 +553,4 @@ fn quote(v: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "schema_init_tests.rs"]
 mod tests;

@@ -568,5 +568,4 @@ pub fn figure(name: &str, panels: Vec<Panel>, panel_width: u32) -> Figure {
 }
 
 #[cfg(test)]
-#[path = "figures_tests.rs"]
 mod tests;

@@ -573,5 +573,4 @@ fn markdown(cells: &[Cell], settings: &Settings) -> String {
 }
 
 #[cfg(test)]
-#[path = "synthetic_tests.rs"]
 mod tests;

@@ -1,4 +1,4 @@
-//! Tests that [`super::atomic_write`] cannot be steered by symlinks: one planted at a temporary
+//! Tests that [`super::super::atomic_write`] cannot be steered by symlinks: one planted at a temporary
 //! name (as the old `.NAME.tmp-PID` scheme used) is never followed, and one at the target
 //! itself is replaced rather than written through.
 
@@ -24,10 +24,10 @@ fn a_symlink_at_a_predictable_temporary_name_is_never_followed() {
     std::fs::write(&victim, b"precious").expect("write");
     for (write, name) in [
         (
-            super::atomic_write as fn(&Path, &[u8]) -> std::io::Result<()>,
+            super::super::atomic_write as fn(&Path, &[u8]) -> std::io::Result<()>,
             "report.json",
         ),
-        (super::atomic_write_private, "key.pem"),
+        (super::super::atomic_write_private, "key.pem"),
     ] {
         for link in old_temp_names(dir.path(), name) {
             symlink(&victim, &link).expect("plant");
@@ -54,7 +54,7 @@ fn a_symlink_at_the_target_is_replaced_not_followed() {
     std::fs::write(&victim, b"precious").expect("write");
     let target = dir.path().join("model.json");
     symlink(&victim, &target).expect("plant");
-    super::atomic_write(&target, b"ours").expect("write");
+    super::super::atomic_write(&target, b"ours").expect("write");
     assert_eq!(std::fs::read(&victim).expect("read"), b"precious");
     let meta = std::fs::symlink_metadata(&target).expect("meta");
     assert!(meta.file_type().is_file(), "the link is replaced by a file");
@@ -67,9 +67,9 @@ fn public_files_are_not_writable_by_others_and_private_ones_are_0600() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mode = |p: &Path| std::fs::metadata(p).expect("meta").permissions().mode() & 0o777;
     let public = dir.path().join("report.html");
-    super::atomic_write(&public, b"x").expect("write");
+    super::super::atomic_write(&public, b"x").expect("write");
     assert_eq!(mode(&public) & !0o644, 0, "at most 0644");
     let private = dir.path().join("ledger.mark");
-    super::atomic_write_private(&private, b"x").expect("write");
+    super::super::atomic_write_private(&private, b"x").expect("write");
     assert_eq!(mode(&private), 0o600);
 }
