@@ -168,7 +168,7 @@ impl Dataset {
         let grouped: usize = groups
             .zip(self.y.chunks_exact(4))
             .map(|(rows, labels)| {
-                let z = dot4_rows(rows, theta);
+                let z = four_dots(rows, theta);
                 (0..4).filter(|&k| predicts(z[k], labels[k])).count()
             })
             .sum();
@@ -188,7 +188,7 @@ fn predicts(z: f64, y: f64) -> bool {
 /// [`dot`] of each of four consecutive rows (`rows` holds 4·θ.len() values) with θ, the four
 /// sums interleaved so that they do not wait on one another. Each is [`dot`]'s own left-to-right
 /// sum from −0.0, so every margin has [`dot`]'s bits.
-fn dot4_rows(rows: &[f64], theta: &[f64]) -> [f64; 4] {
+fn four_dots(rows: &[f64], theta: &[f64]) -> [f64; 4] {
     let d = theta.len();
     let (r0, rest) = rows.split_at(d);
     let (r1, rest) = rest.split_at(d);
@@ -239,7 +239,7 @@ mod tests {
         for d in 1..12 {
             let theta: Vec<f64> = (0..d).map(|j| if j == 0 { -0.0 } else { next() }).collect();
             let rows: Vec<f64> = (0..4 * d).map(|_| next() * 1e3).collect();
-            let z = dot4_rows(&rows, &theta);
+            let z = four_dots(&rows, &theta);
             for k in 0..4 {
                 let want = dot(&rows[k * d..(k + 1) * d], &theta);
                 assert_eq!(z[k].to_bits(), want.to_bits(), "d = {d}, row {k}");

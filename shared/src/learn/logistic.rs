@@ -38,7 +38,7 @@ pub fn logistic_loss(z: f64, y: f64) -> f64 {
 
 /// ⟨a, b⟩ with four accumulators (floating-point sums do not vectorise on their own).
 #[inline(always)]
-pub(crate) fn dot4(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn dot_by_lanes(a: &[f64], b: &[f64]) -> f64 {
     let mut acc = [0.0; 4];
     let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
     let (ra, rb) = (ca.remainder(), cb.remainder());

@@ -1,5 +1,5 @@
-//! The margins mᵢ = yᵢ⟨θ, xᵢ⟩ of a block of rows, with the bits of `yᵢ · dot4(xᵢ, θ)`
-//! ([`crate::learn::logistic::dot4`]): four accumulators, accumulator k taking the products of
+//! The margins mᵢ = yᵢ⟨θ, xᵢ⟩ of a block of rows, with the bits of `yᵢ · dot_by_lanes(xᵢ, θ)`
+//! ([`crate::learn::logistic::dot_by_lanes`]): four accumulators, accumulator k taking the products of
 //! features j ≡ k (mod 4) of the whole groups of four in increasing j, each product rounded
 //! then added (no fused multiply-add); then `(a₀ + a₁) + (a₂ + a₃)`, plus the sum of the last
 //! p mod 4 products in order, times yᵢ.
@@ -7,12 +7,12 @@
 //! On x86-64 with AVX2 (also under AVX-512) four rows go at once with explicit 256-bit
 //! operations through `pulp`'s safe intrinsics: one register of accumulators per row, and the
 //! four rows' `(a₀ + a₁) + (a₂ + a₃)` by one transpose-and-add instead of four horizontal
-//! reductions. LLVM had compiled `dot4` per row to 128-bit halves with shuffles. Each lane does
+//! reductions. LLVM had compiled `dot_by_lanes` per row to 128-bit halves with shuffles. Each lane does
 //! the scalar code's operations on the same operands in the same order, so the bits are the
 //! same (`have_the_bits_of_dot4` checks p = 1..40 and every row count mod 4). Elsewhere, and
-//! for the last rows of a block that do not fill a group of four, one row at a time by `dot4`.
+//! for the last rows of a block that do not fill a group of four, one row at a time by `dot_by_lanes`.
 
-use crate::learn::logistic::dot4;
+use crate::learn::logistic::dot_by_lanes;
 
 /// mᵢ = yᵢ⟨θ, xᵢ⟩ for the rows of `x` (row-major, `theta.len()` columns) into `out`.
 #[inline(always)]
@@ -26,11 +26,11 @@ pub(crate) fn margins_into(x: &[f64], y: &[f64], theta: &[f64], out: &mut [f64])
     one_at_a_time(x, y, theta, out);
 }
 
-/// [`margins_into`] one row at a time by `dot4`.
+/// [`margins_into`] one row at a time by `dot_by_lanes`.
 #[inline(always)]
 fn one_at_a_time(x: &[f64], y: &[f64], theta: &[f64], out: &mut [f64]) {
     for ((m, xi), yi) in out.iter_mut().zip(x.chunks_exact(theta.len())).zip(y) {
-        *m = yi * dot4(xi, theta);
+        *m = yi * dot_by_lanes(xi, theta);
     }
 }
 
@@ -54,7 +54,7 @@ mod avx2 {
             .take(groups)
         {
             let sums = pair_sums(simd, xg, theta);
-            // The tails as `dot4` sums them (the same expression, so an empty tail is the same
+            // The tails as `dot_by_lanes` sums them (the same expression, so an empty tail is the same
             // zero), one row at a time.
             let whole = p / 4 * 4;
             let tails: [f64; 4] = std::array::from_fn(|r| {
@@ -143,7 +143,7 @@ mod tests {
                     })
                     .collect();
                 let want: Vec<f64> = (0..n)
-                    .map(|i| y[i] * dot4(&x[i * p..(i + 1) * p], &theta))
+                    .map(|i| y[i] * dot_by_lanes(&x[i * p..(i + 1) * p], &theta))
                     .collect();
                 let got = vectorised(Margins(&x, &y, &theta));
                 assert_eq!(bits(&got), bits(&want), "p = {p}, n = {n}");

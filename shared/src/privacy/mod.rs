@@ -16,7 +16,7 @@
 //! - [`accounting`]: RDP curves and the composition of a node's charges (its ledger rule).
 //! - [`statistics`]: private counts, sums and means of a node's rows by the Laplace mechanism
 //!   with global sensitivity (Kashima's notes on Aggarwal & Yu 2008, ch. 16,
-//!   [`statistics::laplace_stats`]).
+//!   [`statistics::class_sums`]).
 //! - [`synthetic`]: private synthetic data — the Rényi DP of rows sampled from the normal fitted
 //!   to the data (Miura et al. 2022, [`synthetic::mvn_rdp`]).
 //! - [`private_normalisation`]: ball-map centres and scales pooled from the organisations'

@@ -4,7 +4,7 @@
 //! [`Kernel`] through `pulp`'s dispatcher, which calls it from a function compiled with AVX-512
 //! (x86-64-v4) or AVX2 + FMA (v3) enabled when the CPU has them (detected once at run time). A
 //! kernel's `run` is `#[inline(always)]` and so is every helper it calls
-//! ([`super::fastmath`], `dot4`), so the whole loop body is compiled inside that function
+//! ([`super::fastmath`], `dot_by_lanes`), so the whole loop body is compiled inside that function
 //! and LLVM's auto-vectoriser uses 4- or 8-wide registers. (A closure was not enough: LLVM kept
 //! it out of line, compiled for the baseline.) Rust never contracts `a * b + c` into a fused
 //! multiply-add and LLVM does not reorder floating-point sums, so every element-wise result and

@@ -7,13 +7,14 @@ use crate::aggregate::select::SelectError;
 use rand::rngs::ChaCha20Rng;
 
 /// The registry's entry.
-pub const REGISTERED: &dyn Combiner = &MirrorAveraging;
+pub const REGISTERED: &dyn Combiner = &MirrorAverage;
 
-/// θ_agg = Σ λ_m θ_m over the others' learners, λ_m from their losses on the own rows.
+/// θ_agg = Σ λ_m θ_m over the others' learners, λ_m from their losses on the own rows: the
+/// combiner beside [`super::uniform_average::UniformAverage`] that runs [`Mirror`], the algorithm.
 #[derive(Debug, Clone, Copy)]
-pub struct MirrorAveraging;
+pub struct MirrorAverage;
 
-impl Combiner for MirrorAveraging {
+impl Combiner for MirrorAverage {
     fn name(&self) -> &'static str {
         "mirror-averaging"
     }

@@ -1,5 +1,5 @@
 //! `laplace-statistics`: per-class counts, sums and means of raw values by the Laplace mechanism
-//! with global sensitivity, snapped ([`crate::privacy::statistics::laplace_stats`]).
+//! with global sensitivity, snapped ([`crate::privacy::statistics::class_sums`]).
 
 use super::{
     ClassStatistics, DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError,
@@ -7,7 +7,7 @@ use super::{
 };
 use crate::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
 use crate::privacy::noise::NoiseSource;
-use crate::privacy::statistics::laplace_stats::{Class, LaplaceStatsParams, LaplaceStatsPlan};
+use crate::privacy::statistics::class_sums::{Class, ClassSumsParams, ClassSumsPlan};
 use crate::privacy::statistics::moments::ClassMoments;
 
 /// The kind.
@@ -33,9 +33,9 @@ impl DataMechanism for LaplaceStatistics {
         spec: &DataSpec,
         public: &Public<'_>,
     ) -> Result<Box<dyn DataPlan>, DataReleaseError> {
-        let p = LaplaceStatsPlan::new(
+        let p = ClassSumsPlan::new(
             public.features,
-            LaplaceStatsParams {
+            ClassSumsParams {
                 epsilon: spec.epsilon,
                 relation: NeighbourRelation::ReplaceOne,
                 max_rows: public.rows,
@@ -46,9 +46,9 @@ impl DataMechanism for LaplaceStatistics {
     }
 }
 
-impl DataPlan for LaplaceStatsPlan {
+impl DataPlan for ClassSumsPlan {
     fn guarantee(&self) -> PrivacyGuarantee {
-        LaplaceStatsPlan::guarantee(self)
+        ClassSumsPlan::guarantee(self)
     }
 
     fn sample(

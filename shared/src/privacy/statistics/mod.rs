@@ -2,7 +2,7 @@
 //! lecture notes on Chapter 16 "Private Data Analysis via Output Perturbation" of
 //! Aggarwal & Yu (Eds.) 2008, *Privacy-Preserving Data Mining*).
 //!
-//! - [`laplace_stats`]: per-class and per-feature counts, sums and means of the rows clipped to
+//! - [`class_sums`]: per-class and per-feature counts, sums and means of the rows clipped to
 //!   the public schema's bounds, by the Laplace mechanism with global sensitivity (Kashima's notes
 //!   on Aggarwal & Yu 2008, ch. 16, slides 15–19: Lap(GS_f/ε), the sensitivities of sums, means and
 //!   histograms, and the basic composition of Lemma 16.7), each Laplace draw snapped
@@ -29,8 +29,8 @@
 //!
 //! Input checks shared by these mechanisms live here ([`check_features`], [`check_rows`]).
 
+pub mod class_sums;
 pub mod histogram;
-pub mod laplace_stats;
 pub mod moments;
 pub mod sample_aggregate;
 pub mod smooth_median;

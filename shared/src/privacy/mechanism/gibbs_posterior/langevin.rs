@@ -59,15 +59,15 @@ fn interleave(data: &Dataset) -> Vec<f64> {
 }
 
 /// ⟨xᵣ, θ⟩ for the [`LANES`] rows of one interleaved group, each lane doing exactly the
-/// operations of [`crate::learn::logistic::dot4`] in its order (four accumulators over the
+/// operations of [`crate::learn::logistic::dot_by_lanes`] in its order (four accumulators over the
 /// chunks of four, the remainder summed from the empty sum's value, then
-/// `(a₀ + a₁) + (a₂ + a₃) + tail`), so every margin has the bits of `dot4(xᵣ, θ)`.
+/// `(a₀ + a₁) + (a₂ + a₃) + tail`), so every margin has the bits of `dot_by_lanes(xᵣ, θ)`.
 #[inline(always)]
 fn margins(group: &[f64], theta: &[f64], out: &mut [f64]) {
     let full = theta.len() / 4 * 4;
     let (quads, rest) = theta.split_at(full);
     let (quad_cols, rest_cols) = group.split_at(full * LANES);
-    // Accumulator k takes features j ≡ k (mod 4) in increasing j, as in dot4; the four are
+    // Accumulator k takes features j ≡ k (mod 4) in increasing j, as in dot_by_lanes; the four are
     // updated with constant indices so they stay in registers (indexing by j % 4 kept them in
     // memory, a store-to-load wait at every feature).
     let mut acc = [[0.0; LANES]; 4];

@@ -208,7 +208,7 @@ fn gradient_of_u_matches_the_logistic_module() {
 fn gradient_row_by_row(data: &Dataset, beta: f64, prior: f64, theta: &[f64]) -> Vec<f64> {
     let mut out: Vec<f64> = theta.iter().map(|t| prior * t).collect();
     for (x, y) in data.features().chunks(theta.len()).zip(data.labels()) {
-        let m = y * crate::learn::logistic::dot4(x, theta);
+        let m = y * crate::learn::logistic::dot_by_lanes(x, theta);
         let u = crate::util::fastmath::exp_nonpositive(-m.abs());
         let inv = 1.0 / (1.0 + u);
         let slope = if m >= 0.0 { inv * u } else { inv };

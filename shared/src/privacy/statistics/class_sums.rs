@@ -104,7 +104,7 @@ pub enum StatsError {
 
 /// Parameters of a release.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LaplaceStatsParams {
+pub struct ClassSumsParams {
     /// Total ε of the release (δ = 0).
     pub epsilon: f64,
     /// Neighbour relation the sensitivities and the guarantee are stated under.
@@ -124,8 +124,8 @@ pub struct ExactStatistics {
 
 /// The calibrated mechanism for one schema: bounds, sensitivities and snapped Laplace scales.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LaplaceStatsPlan {
-    params: LaplaceStatsParams,
+pub struct ClassSumsPlan {
+    params: ClassSumsParams,
     lo: Vec<f64>,
     hi: Vec<f64>,
     centre: Vec<f64>,
@@ -146,9 +146,9 @@ fn calibrate(
     Ok((c.mechanism, c.achieved))
 }
 
-impl LaplaceStatsPlan {
+impl ClassSumsPlan {
     /// Calibrates the release for the schema's features (their `lo`/`hi`) and `params`.
-    pub fn new(features: &[FeatureSpec], params: LaplaceStatsParams) -> Result<Self, StatsError> {
+    pub fn new(features: &[FeatureSpec], params: ClassSumsParams) -> Result<Self, StatsError> {
         if !(params.epsilon.is_finite() && params.epsilon > 0.0) {
             return Err(StatsError::InvalidEpsilon(params.epsilon));
         }

@@ -14,10 +14,10 @@ fn features() -> Vec<FeatureSpec> {
     ]
 }
 
-fn plan(relation: NeighbourRelation) -> LaplaceStatsPlan {
-    LaplaceStatsPlan::new(
+fn plan(relation: NeighbourRelation) -> ClassSumsPlan {
+    ClassSumsPlan::new(
         &features(),
-        LaplaceStatsParams {
+        ClassSumsParams {
             epsilon: 1.5,
             relation,
             max_rows: 1000,
@@ -40,7 +40,7 @@ fn dataset() -> (Vec<Vec<f64>>, Vec<bool>) {
 const DRAWS: usize = 20_000;
 
 /// Noisy positive-class count and feature-0 positive centred sum (in units) of many releases.
-fn released_noise(p: &LaplaceStatsPlan, seed: u64) -> (Vec<f64>, Vec<f64>) {
+fn released_noise(p: &ClassSumsPlan, seed: u64) -> (Vec<f64>, Vec<f64>) {
     let (rows, labels) = dataset();
     let mut rng = NoiseSource::seeded(seed);
     let (mut counts, mut sums) = (Vec::new(), Vec::new());
@@ -61,7 +61,7 @@ fn scales_are_the_global_sensitivity_over_the_epsilon_share() {
     ] {
         let p = plan(relation);
         let share = 1.5 / 3.0;
-        let (dc, ds) = LaplaceStatsPlan::unit_sensitivities(relation);
+        let (dc, ds) = ClassSumsPlan::unit_sensitivities(relation);
         let rel = |a: f64, b: f64| (a - b).abs() / b;
         assert!(rel(p.count_mechanism().scale(), dc / share) < 1e-9);
         assert!(rel(p.sum_mechanism().scale(), ds / share) < 1e-9);
@@ -151,7 +151,7 @@ fn distances(a: &ExactStatistics, b: &ExactStatistics) -> (u64, Vec<i64>) {
 #[test]
 fn replacing_one_row_moves_the_exact_statistics_by_at_most_the_sensitivity() {
     let p = plan(NeighbourRelation::ReplaceOne);
-    let (dc_max, ds_max) = LaplaceStatsPlan::unit_sensitivities(NeighbourRelation::ReplaceOne);
+    let (dc_max, ds_max) = ClassSumsPlan::unit_sensitivities(NeighbourRelation::ReplaceOne);
     let mut rng = NoiseSource::seeded(9);
     let mut attained = false;
     for _ in 0..2000 {
@@ -191,7 +191,7 @@ fn replacing_one_row_moves_the_exact_statistics_by_at_most_the_sensitivity() {
 #[test]
 fn removing_one_row_moves_the_exact_statistics_by_at_most_the_sensitivity() {
     let p = plan(NeighbourRelation::AddRemoveOne);
-    let (dc_max, ds_max) = LaplaceStatsPlan::unit_sensitivities(NeighbourRelation::AddRemoveOne);
+    let (dc_max, ds_max) = ClassSumsPlan::unit_sensitivities(NeighbourRelation::AddRemoveOne);
     let mut rng = NoiseSource::seeded(10);
     for _ in 0..2000 {
         let (rows, labels) = random_dataset(&mut rng);
@@ -210,9 +210,9 @@ fn removing_one_row_moves_the_exact_statistics_by_at_most_the_sensitivity() {
 #[test]
 fn sums_and_means_are_of_the_clipped_raw_values() {
     // A huge ε and a small max_rows: noise far below the values.
-    let p = LaplaceStatsPlan::new(
+    let p = ClassSumsPlan::new(
         &features(),
-        LaplaceStatsParams {
+        ClassSumsParams {
             epsilon: 3e6,
             relation: NeighbourRelation::ReplaceOne,
             max_rows: 10,
@@ -260,30 +260,30 @@ fn invalid_inputs_are_typed_errors() {
         p.release(&too_many, &vec![true; 1001], &mut rng),
         Err(StatsError::Input(InputError::TooManyRows { .. }))
     ));
-    let params = |epsilon, max_rows| LaplaceStatsParams {
+    let params = |epsilon, max_rows| ClassSumsParams {
         epsilon,
         relation: NeighbourRelation::ReplaceOne,
         max_rows,
     };
     assert!(matches!(
-        LaplaceStatsPlan::new(&features(), params(0.0, 10)),
+        ClassSumsPlan::new(&features(), params(0.0, 10)),
         Err(StatsError::InvalidEpsilon(_))
     ));
     assert!(matches!(
-        LaplaceStatsPlan::new(&features(), params(1e-20, 10)),
+        ClassSumsPlan::new(&features(), params(1e-20, 10)),
         Err(StatsError::Snapping(SnappingError::EpsilonTooSmall { .. }))
     ));
     assert!(matches!(
-        LaplaceStatsPlan::new(&features(), params(1.0, 0)),
+        ClassSumsPlan::new(&features(), params(1.0, 0)),
         Err(StatsError::Input(InputError::InvalidMaxRows(0)))
     ));
     assert!(matches!(
-        LaplaceStatsPlan::new(&[], params(1.0, 10)),
+        ClassSumsPlan::new(&[], params(1.0, 10)),
         Err(StatsError::Input(InputError::NoFeatures))
     ));
     let bad = [FeatureSpec::bounded("x", 1.0, 1.0)];
     assert!(matches!(
-        LaplaceStatsPlan::new(&bad, params(1.0, 10)),
+        ClassSumsPlan::new(&bad, params(1.0, 10)),
         Err(StatsError::Input(InputError::InvalidBounds {
             index: 0,
             ..
