@@ -36,6 +36,7 @@ pub mod screen;
 pub mod synthetic;
 pub mod trust;
 pub mod validate;
+pub mod wire;
 
 use anyhow::{Context, Result};
 use clap::ArgMatches;

@@ -13,8 +13,8 @@
 //!   report copied anywhere can be checked offline.
 
 use crate::run::config::Security;
-use crate::run::fetch::{Exclusion, MAX_TEXT, clean};
-use crate::run::report::{MAX_MECHANISM, MAX_RELEASE_ID};
+use crate::run::fetch::Exclusion;
+use crate::run::wire::{MAX_MECHANISM, MAX_RELEASE_ID, MAX_TEXT, clean};
 use dpagg_proto::signature::{ALGORITHM, SignatureError, SigningKey, VerifyingKey, hex, unhex};
 use dpagg_proto::v1 as pb;
 use dpagg_shared::identity::check_organisation_id;
