@@ -275,7 +275,7 @@ fn verify_node(
     key.verify(org, &learner)
         .map_err(|e| at(&format!("the release of {org:?}: {e}")))?;
     let m = learner.metadata.as_ref().ok_or_else(|| at("no metadata"))?;
-    // The report records node text cleaned (crate::run::report), so compare it that way.
+    // The report records node text cleaned (with `run::wire`'s limits), so compare it that way.
     let release_id = clean(&m.release_id, MAX_RELEASE_ID);
     let recorded = [
         ("release_id", node["release_id"] == release_id.as_str()),
