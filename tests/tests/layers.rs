@@ -1,4 +1,7 @@
-//! The layers of the core crate: in `shared/src`, `data` → `learn` → `privacy` → `aggregate` →
+//! The layers of the core crate and the stages of the aggregator's `run/`, each a strict order
+//! in which a module uses only the ones before it.
+//!
+//! In the core crate, `shared/src`: `data` → `learn` → `privacy` → `aggregate` →
 //! `simulation`, and a layer uses only the ones before it (ARCHITECTURE.md, "Layers of
 //! `shared/`"). `util` comes before every layer and uses none of them; `cli` and `identity`,
 //! each behind its cargo feature, come after every layer: they serve the binaries, may use any
@@ -19,6 +22,18 @@
 //! An import that has to go up stays only in [`ALLOWED`], with its reason; the test also fails
 //! on an entry there that no longer matches anything, on a top-level module that has no place
 //! in the layers, and when ARCHITECTURE.md's sentence lists the layers in another order.
+//!
+//! The aggregator's `aggregator/src/run/` is checked the same way against [`RUN_STAGES`], the
+//! order its stages run in (ARCHITECTURE.md, "Stages of `run/`"; [`RUN_ALLOWED`] holds the
+//! upward paths that stay, with their reasons): every path of a file under
+//! `run/` that names a module of `run/` — `crate::run::x`, `super::x`, `super::super::x` from
+//! a subfolder, `self::x` — must name a stage before the file's own (or its own); a folder is
+//! the stage of its name (`run/report/html.rs` is `report`), `mod.rs` comes after every stage
+//! and may use any, and a name of `mod.rs` that is no module (`crate::run::sign`) counts as
+//! `mod.rs`. Paths out of `run/` (`crate::lab`, other crates) are not its business. Test code
+//! is checked too: `#[cfg(test)]` modules and `tests.rs` files are their module's, and a test
+//! module declared beside its stage, `config_fuzz.rs` or `config_tests.rs`, is that stage's (a
+//! test that needs a later stage lives in that stage, or in `tests/tests/aggregator.rs`).
 
 use proc_macro2::{Span, TokenStream, TokenTree};
 use std::collections::BTreeMap;
@@ -34,8 +49,78 @@ const TOP: [&str; 2] = ["cli", "identity"];
 /// Upward imports that stay: (file under `shared/src`, the module it uses, why).
 const ALLOWED: [(&str, &str, &str); 0] = [];
 
-/// The core crate's source folder, relative to the workspace root.
-const SOURCE_DIR: &str = "shared/src";
+/// The stages of `aggregator/src/run/`, first first, as ARCHITECTURE.md lists them: a stage
+/// may use only the ones before it; `mod.rs` comes after all of them.
+const RUN_STAGES: [&str; 13] = [
+    "config",
+    "wire",
+    "validate",
+    "fetch",
+    "trust",
+    "screen",
+    "agreed",
+    "synthetic",
+    "model",
+    "report",
+    "protocol",
+    "metrics",
+    "map_command",
+];
+/// What a name of `run/mod.rs` that is no module stands for.
+const RUN_ROOT: &str = "mod.rs";
+
+/// A folder of modules checked against an order.
+struct Scope {
+    /// The folder, relative to the workspace root.
+    dir: &'static str,
+    /// The file at its root.
+    root: &'static str,
+    /// The folder's module path from the crate root.
+    within: &'static [&'static str],
+    /// The names a path starts with to mean the crate root.
+    aliases: &'static [&'static str],
+    /// What the root file's items that are no modules stand for, if they count.
+    root_items: Option<&'static str>,
+    /// A top-level module's rank: it may use only modules of its rank or below.
+    rank: fn(&str) -> Option<usize>,
+    /// The message of an upward path: (from, to, path).
+    upward: fn(&str, &str, &str) -> String,
+}
+
+/// The core crate.
+const SHARED: Scope = Scope {
+    dir: "shared/src",
+    root: "lib.rs",
+    within: &[],
+    aliases: &["crate", "$crate", "dpagg_shared"],
+    root_items: None,
+    rank,
+    upward: |from, to, path| format!("layer {from} uses layer {to} ({path})"),
+};
+
+/// The networked aggregator.
+const RUN: Scope = Scope {
+    dir: "aggregator/src/run",
+    root: "mod.rs",
+    within: &["run"],
+    aliases: &["crate"],
+    root_items: Some(RUN_ROOT),
+    rank: run_rank,
+    upward: |from, to, _| format!("run/{from} uses run/{to}, which comes after it"),
+};
+
+/// A module of `run/`'s rank: its place in [`RUN_STAGES`] (a test module `x_fuzz` or `x_tests`
+/// declared beside stage `x` is `x`'s), `mod.rs` last.
+fn run_rank(module: &str) -> Option<usize> {
+    if module == RUN_ROOT {
+        return Some(RUN_STAGES.len());
+    }
+    let stage = ["_fuzz", "_tests"]
+        .iter()
+        .find_map(|suffix| module.strip_suffix(suffix))
+        .unwrap_or(module);
+    RUN_STAGES.iter().position(|s| *s == stage)
+}
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -57,33 +142,69 @@ fn rank(module: &str) -> Option<usize> {
     }
 }
 
-/// What a name at the crate root stands for: the top-level module it is, or comes from.
-#[derive(Default)]
-struct Roots(BTreeMap<String, String>);
+/// What a name at the root of a scope stands for (the top-level module it is, or comes from),
+/// and how paths reach that root.
+struct Roots {
+    names: BTreeMap<String, String>,
+    /// The scope's module path from the crate root.
+    within: Vec<String>,
+    /// The names a path starts with to mean the crate root.
+    aliases: &'static [&'static str],
+}
 
 impl Roots {
-    /// The modules and re-exports of `lib.rs`.
-    fn of_lib(lib: &syn::File) -> Roots {
-        let mut roots = Roots::default();
-        for item in &lib.items {
+    /// The modules and re-exports of the scope's root file (`lib.rs`, `run/mod.rs`), and its
+    /// other items when the scope counts them.
+    fn of_root(root: &syn::File, scope: &Scope) -> Roots {
+        let mut roots = Roots {
+            names: BTreeMap::new(),
+            within: scope.within.iter().map(|s| s.to_string()).collect(),
+            aliases: scope.aliases,
+        };
+        for item in &root.items {
             match item {
                 syn::Item::Mod(m) => {
                     let name = m.ident.to_string();
-                    roots.0.insert(name.clone(), name);
+                    roots.names.insert(name.clone(), name);
                 }
                 syn::Item::Use(u) => {
                     for (segments, _) in use_paths(&u.tree) {
-                        let first = segments.iter().find(|s| *s != "crate").cloned();
+                        let first = roots.inside(&segments).and_then(|s| s.first().cloned());
                         let last = segments.last().cloned();
                         if let (Some(first), Some(last)) = (first, last) {
-                            roots.0.insert(last, first);
+                            roots.names.insert(last, first);
                         }
                     }
                 }
-                _ => {}
+                _ => {
+                    if let (Some(top), Some(name)) = (scope.root_items, item_name(item)) {
+                        roots.names.insert(name, top.to_string());
+                    }
+                }
             }
         }
         roots
+    }
+
+    /// The modules and re-exports of the core crate's `lib.rs`.
+    fn of_lib(lib: &syn::File) -> Roots {
+        Roots::of_root(lib, &SHARED)
+    }
+
+    /// A path of a `use` in the root file, from the scope's root: `crate::…` and the
+    /// scope's own prefix dropped; `None` for a path out of the scope.
+    fn inside(&self, segments: &[String]) -> Option<Vec<String>> {
+        let absolute: Vec<String> = match segments.first()?.as_str() {
+            first if self.aliases.contains(&first) => segments[1..].to_vec(),
+            "self" => self.within.iter().chain(&segments[1..]).cloned().collect(),
+            first if self.names.contains_key(first) => {
+                self.within.iter().chain(segments).cloned().collect()
+            }
+            _ => return None,
+        };
+        absolute
+            .strip_prefix(self.within.as_slice())
+            .map(<[String]>::to_vec)
     }
 
     /// The `#[macro_export]` macros of a file in `module`, which live at the crate root.
@@ -94,14 +215,33 @@ impl Roots {
                 && m.attrs.iter().any(|a| a.path().is_ident("macro_export"))
                 && let Some(name) = &m.ident
             {
-                self.0.insert(name.to_string(), top.clone());
+                self.names.insert(name.to_string(), top.clone());
             }
         }
     }
 
     fn top_of(&self, name: &str) -> Result<String, String> {
-        self.0.get(name).cloned().ok_or_else(|| name.to_string())
+        self.names
+            .get(name)
+            .cloned()
+            .ok_or_else(|| name.to_string())
     }
+}
+
+/// The name an item declares, for the items a path can name.
+fn item_name(item: &syn::Item) -> Option<String> {
+    let ident = match item {
+        syn::Item::Const(i) => &i.ident,
+        syn::Item::Enum(i) => &i.ident,
+        syn::Item::Fn(i) => &i.sig.ident,
+        syn::Item::Static(i) => &i.ident,
+        syn::Item::Struct(i) => &i.ident,
+        syn::Item::Trait(i) => &i.ident,
+        syn::Item::Type(i) => &i.ident,
+        syn::Item::Union(i) => &i.ident,
+        _ => return None,
+    };
+    Some(ident.to_string())
 }
 
 /// Every path a `use` tree imports, as its segments (a trailing `self` dropped; a glob is `*`)
@@ -136,34 +276,37 @@ fn use_paths(tree: &syn::UseTree) -> Vec<(Vec<String>, Span)> {
     out
 }
 
-/// The top-level module a path written in `module` names, if it is a path into this crate:
-/// `Ok(module)`, or `Err(name)` for a name at the crate root that is no module or re-export.
+/// The top-level module a path written in `module` (from the scope's root) names, if it is a
+/// path into the scope: `Ok(module)`, or `Err(name)` for a name at the scope's root that is no
+/// module or re-export.
 fn resolve(
     module: &[String],
     segments: &[String],
     roots: &Roots,
 ) -> Option<Result<String, String>> {
     let first = segments.first()?.as_str();
-    match first {
-        "crate" | "$crate" | "dpagg_shared" => Some(roots.top_of(segments.get(1)?)),
+    let here = || roots.within.iter().chain(module);
+    // The path from the crate root.
+    let absolute: Vec<String> = match first {
+        _ if roots.aliases.contains(&first) => segments[1..].to_vec(),
         "super" => {
             let ups = segments.iter().take_while(|s| *s == "super").count();
-            if ups < module.len() {
-                Some(Ok(module[0].clone()))
-            } else if ups == module.len() {
-                Some(roots.top_of(segments.get(ups)?))
-            } else {
-                Some(Err("super".to_string()))
+            let here: Vec<&String> = here().collect();
+            if ups > here.len() {
+                return Some(Err("super".to_string()));
             }
+            let kept = here[..here.len() - ups].iter().copied();
+            kept.chain(&segments[ups..]).cloned().collect()
         }
-        "self" => match module.first() {
-            Some(top) => Some(Ok(top.clone())),
-            None => Some(roots.top_of(segments.get(1)?)),
-        },
-        // A bare name names a top-level module only at the crate root.
-        _ if module.is_empty() => roots.0.get(first).cloned().map(Ok),
-        _ => None,
-    }
+        "self" => here().chain(&segments[1..]).cloned().collect(),
+        // A bare name names a top-level module only at the scope's root.
+        _ if module.is_empty() && roots.names.contains_key(first) => {
+            roots.within.iter().chain(segments).cloned().collect()
+        }
+        _ => return None,
+    };
+    let inside = absolute.strip_prefix(roots.within.as_slice())?;
+    Some(roots.top_of(inside.first()?))
 }
 
 /// One path of a file that leaves its top-level module.
@@ -291,8 +434,8 @@ fn references(module: &[String], source: &syn::File, roots: &Roots) -> Vec<Refer
     collect.found
 }
 
-/// The module a file under `shared/src` is by the default layout (`a/b.rs` and `a/b/mod.rs`
-/// are `a::b`, `lib.rs` the root).
+/// The module a file under a scope's folder is by the default layout (`a/b.rs` and
+/// `a/b/mod.rs` are `a::b`, `lib.rs` and `mod.rs` the root).
 fn module_of(file: &Path) -> Vec<String> {
     let mut module: Vec<String> = file
         .with_extension("")
@@ -305,11 +448,11 @@ fn module_of(file: &Path) -> Vec<String> {
     module
 }
 
-/// The problems of the references of `file` (under `shared/src`): an upward import, a path
-/// into the crate that names nothing, a module with no place in the layers.
-fn problems(file: &Path, found: &[Reference]) -> Vec<(String, String)> {
+/// The problems of the references of `file` (under the scope's folder): an upward import, a
+/// path into the scope that names nothing, a module with no place in its order.
+fn problems(scope: &Scope, file: &Path, found: &[Reference]) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let at = |line| format!("{SOURCE_DIR}/{}:{line}", file.display());
+    let at = |line| format!("{}/{}:{line}", scope.dir, file.display());
     for r in found {
         let to = match &r.to {
             Ok(to) => to,
@@ -323,17 +466,12 @@ fn problems(file: &Path, found: &[Reference]) -> Vec<(String, String)> {
                 continue;
             }
         };
-        let upward = match (rank(&r.from), rank(to)) {
+        let upward = match ((scope.rank)(&r.from), (scope.rank)(to)) {
             (Some(a), Some(b)) => b > a,
             _ => true,
         };
         if upward {
-            let text = format!(
-                "{}: layer {} uses layer {to} ({})",
-                at(r.line),
-                r.from,
-                r.path
-            );
+            let text = format!("{}: {}", at(r.line), (scope.upward)(&r.from, to, &r.path));
             out.push((to.clone(), text));
         }
     }
@@ -341,13 +479,13 @@ fn problems(file: &Path, found: &[Reference]) -> Vec<(String, String)> {
     out
 }
 
-/// Checks one source text as the file `file` under `shared/src` (with the crate root's names
-/// `roots`): every problem, as `shared/src/file:line: …`.
-fn check_source(file: &str, source: &str, roots: &Roots) -> Vec<String> {
+/// Checks one source text as the file `file` under the scope's folder (with the root's names
+/// `roots`): every problem, as `folder/file:line: …`.
+fn check_source(scope: &Scope, file: &str, source: &str, roots: &Roots) -> Vec<String> {
     let parsed = syn::parse_file(source).unwrap_or_else(|e| panic!("{file}: does not parse: {e}"));
     let file = Path::new(file);
     let found = references(&module_of(file), &parsed, roots);
-    problems(file, &found)
+    problems(scope, file, &found)
         .into_iter()
         .map(|(_, text)| text)
         .collect()
@@ -379,15 +517,15 @@ fn path_attribute(attrs: &[syn::Attribute]) -> Option<String> {
     })
 }
 
-/// The core crate, parsed: each file (relative to `shared/src`) with its module and syntax.
+/// A scope's folder, parsed: each file (relative to the folder) with its module and syntax.
 struct Crate {
     files: Vec<(PathBuf, Vec<String>, syn::File)>,
     roots: Roots,
 }
 
 impl Crate {
-    fn read() -> Crate {
-        let dir = workspace_root().join(SOURCE_DIR);
+    fn read(scope: &Scope) -> Crate {
+        let dir = workspace_root().join(scope.dir);
         let mut paths = Vec::new();
         rust_files(&dir, &mut paths);
         paths.sort();
@@ -396,7 +534,7 @@ impl Crate {
             .map(|path| {
                 let file = path
                     .strip_prefix(&dir)
-                    .expect("under shared/src")
+                    .expect("under the folder")
                     .to_path_buf();
                 let text = std::fs::read_to_string(path).expect("readable source");
                 let parsed = syn::parse_file(&text)
@@ -422,11 +560,11 @@ impl Crate {
                 *module = inner.clone();
             }
         }
-        let lib = files
+        let root = files
             .iter()
-            .find(|(f, _, _)| f == Path::new("lib.rs"))
-            .expect("shared/src/lib.rs");
-        let mut roots = Roots::of_lib(&lib.2);
+            .find(|(f, _, _)| f == Path::new(scope.root))
+            .unwrap_or_else(|| panic!("{}/{}", scope.dir, scope.root));
+        let mut roots = Roots::of_root(&root.2, scope);
         for (_, module, parsed) in &files {
             roots.add_exported_macros(module, parsed);
         }
@@ -434,35 +572,68 @@ impl Crate {
     }
 }
 
-#[test]
-fn no_layer_of_the_core_crate_uses_a_later_one() {
-    let krate = Crate::read();
+/// Every problem of a scope's files that `allowed` (file, module it uses, why) does not list,
+/// and every entry of `allowed` that matches nothing.
+fn broken_imports(scope: &Scope, allowed: &[(&str, &str, &str)]) -> Vec<String> {
+    let krate = Crate::read(scope);
     assert!(
-        krate.files.len() > 100,
-        "found only {} files",
-        krate.files.len()
+        krate.files.len() > 20,
+        "found only {} files under {}",
+        krate.files.len(),
+        scope.dir
     );
     let mut broken = Vec::new();
-    let mut allowed_used = vec![false; ALLOWED.len()];
+    let mut allowed_used = vec![false; allowed.len()];
     for (file, module, parsed) in &krate.files {
         let found = references(module, parsed, &krate.roots);
-        for (to, text) in problems(file, &found) {
-            let allowed = ALLOWED
+        for (to, text) in problems(scope, file, &found) {
+            let listed = allowed
                 .iter()
                 .position(|(f, m, _)| Path::new(f) == file && *m == to);
-            match allowed {
+            match listed {
                 Some(i) => allowed_used[i] = true,
                 None => broken.push(text),
             }
         }
     }
-    for ((file, module, _), used) in ALLOWED.iter().zip(allowed_used) {
+    for ((file, module, _), used) in allowed.iter().zip(allowed_used) {
         if !used {
             broken.push(format!(
-                "ALLOWED lists {file} using {module}, which it no longer does"
+                "the allow-list has {file} using {module}, which it no longer does"
             ));
         }
     }
+    broken
+}
+
+/// The paragraph of ARCHITECTURE.md that starts with `start`, and the backquoted names of its
+/// first sentence's `a → b → …` chain.
+fn architecture_chain(start: &str) -> (String, Vec<String>) {
+    let text =
+        std::fs::read_to_string(workspace_root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let paragraph = text
+        .split("\n\n")
+        .find(|p| p.starts_with(start))
+        .unwrap_or_else(|| panic!("ARCHITECTURE.md has a paragraph starting {start:?}"));
+    let chain = paragraph[start.len()..]
+        .split(". ")
+        .next()
+        .expect("a first sentence");
+    let listed = chain
+        .split('→')
+        .map(|step| {
+            let step = step.trim_start();
+            let name = step.strip_prefix('`').and_then(|s| s.split('`').next());
+            name.unwrap_or_else(|| panic!("a step of the chain that starts with no `name`: {step}"))
+                .to_string()
+        })
+        .collect();
+    (paragraph.to_string(), listed)
+}
+
+#[test]
+fn no_layer_of_the_core_crate_uses_a_later_one() {
+    let broken = broken_imports(&SHARED, &ALLOWED);
     assert!(
         broken.is_empty(),
         "{} import(s) break the layers of shared/src (ARCHITECTURE.md, \"Layers of `shared/`\"):\n{}",
@@ -473,10 +644,10 @@ fn no_layer_of_the_core_crate_uses_a_later_one() {
 
 #[test]
 fn every_top_level_module_has_a_place() {
-    let krate = Crate::read();
+    let krate = Crate::read(&SHARED);
     let mut modules: Vec<&String> = krate
         .roots
-        .0
+        .names
         .iter()
         .filter(|(name, top)| name == top)
         .map(|(name, _)| name)
@@ -492,27 +663,7 @@ fn every_top_level_module_has_a_place() {
 
 #[test]
 fn architecture_md_lists_the_same_layers() {
-    let text =
-        std::fs::read_to_string(workspace_root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
-    let start = "**Layers of `shared/`.**";
-    let paragraph = text
-        .split("\n\n")
-        .find(|p| p.starts_with(start))
-        .expect("ARCHITECTURE.md has a paragraph starting \"**Layers of `shared/`.**\"");
-    let chain = paragraph[start.len()..]
-        .split(". ")
-        .next()
-        .expect("a first sentence");
-    let listed: Vec<&str> = chain
-        .split('→')
-        .map(|step| {
-            let step = step.trim_start();
-            let name = step.strip_prefix('`').and_then(|s| s.split('`').next());
-            name.unwrap_or_else(|| {
-                panic!("a step of the layers that starts with no `name`: {step}")
-            })
-        })
-        .collect();
+    let (paragraph, listed) = architecture_chain("**Layers of `shared/`.**");
     assert_eq!(listed, LAYERS, "ARCHITECTURE.md's layers against LAYERS");
     for name in BASE.iter().chain(&TOP) {
         assert!(
@@ -535,7 +686,7 @@ fn the_checker_sees_planted_upward_imports() {
         )
         .expect("parses"),
     );
-    let check = |file, source| check_source(file, source, &roots);
+    let check = |file, source| check_source(&SHARED, file, source, &roots);
     assert_eq!(
         check("data/x.rs", "use crate::privacy::noise::NoiseSource;\n"),
         [
@@ -599,7 +750,7 @@ fn files_are_the_modules_that_declare_them() {
         module_of(Path::new("data/schema/row_map.rs")),
         ["data", "schema", "row_map"]
     );
-    let krate = Crate::read();
+    let krate = Crate::read(&SHARED);
     let module = |f: &str| {
         krate
             .files
@@ -615,4 +766,110 @@ fn files_are_the_modules_that_declare_them() {
         module("data/schema_init_scan.rs").as_deref(),
         Some("data::schema_init::scan")
     );
+    let run = Crate::read(&RUN);
+    let module = |f: &str| {
+        run.files
+            .iter()
+            .find(|(file, _, _)| file == Path::new(f))
+            .map(|(_, m, _)| m.join("::"))
+    };
+    assert_eq!(module("config_tests.rs").as_deref(), Some("config::tests"));
+    assert_eq!(module("report/html.rs").as_deref(), Some("report::html"));
+}
+
+/// Upward paths in `run/` that stay: (file under `aggregator/src/run`, the module it uses, why).
+const RUN_ALLOWED: [(&str, &str, &str); 0] = [];
+
+#[test]
+fn no_stage_of_the_aggregators_run_uses_a_later_one() {
+    let broken = broken_imports(&RUN, &RUN_ALLOWED);
+    assert!(
+        broken.is_empty(),
+        "{} import(s) break the stages of aggregator/src/run (ARCHITECTURE.md, \"Stages of `run/`\"):\n{}",
+        broken.len(),
+        broken.join("\n")
+    );
+}
+
+#[test]
+fn every_module_of_run_has_a_stage() {
+    let krate = Crate::read(&RUN);
+    let modules: Vec<&String> = krate
+        .roots
+        .names
+        .iter()
+        .filter(|(name, top)| name == top)
+        .map(|(name, _)| name)
+        .collect();
+    let unplaced: Vec<&&String> = modules.iter().filter(|m| run_rank(m).is_none()).collect();
+    assert!(
+        unplaced.is_empty(),
+        "run/mod.rs declares modules that are no stage of RUN_STAGES: {unplaced:?}"
+    );
+    for stage in RUN_STAGES {
+        assert!(
+            modules.iter().any(|m| *m == stage),
+            "RUN_STAGES lists `{stage}`, which run/mod.rs does not declare"
+        );
+    }
+}
+
+#[test]
+fn architecture_md_lists_the_same_stages() {
+    let (paragraph, listed) = architecture_chain("**Stages of `run/`.**");
+    assert_eq!(
+        listed, RUN_STAGES,
+        "ARCHITECTURE.md's stages against RUN_STAGES"
+    );
+    for name in [RUN_ROOT, "tests/tests/layers.rs"] {
+        assert!(
+            paragraph.contains(&format!("`{name}`")),
+            "the paragraph names `{name}`"
+        );
+    }
+}
+
+#[test]
+fn the_checker_sees_planted_upward_imports_in_run() {
+    let roots = Roots::of_root(
+        &syn::parse_file(
+            "pub mod config; pub mod fetch; pub mod report; pub mod synthetic; pub mod wire;\n\
+             pub mod protocol;\nuse anyhow::Result;\npub fn sign() {}\n",
+        )
+        .expect("parses"),
+        &RUN,
+    );
+    let check = |file, source| check_source(&RUN, file, source, &roots);
+    assert_eq!(
+        check(
+            "fetch.rs",
+            "use std::io;\nuse crate::run::report::Report;\n"
+        ),
+        ["aggregator/src/run/fetch.rs:2: run/fetch uses run/report, which comes after it"]
+    );
+    // From a subfolder, through `super` chains, in a macro, in a test module, to `mod.rs`.
+    assert_eq!(
+        check(
+            "synthetic/screen.rs",
+            "use super::super::protocol::execute;\nfn f() {\n    \
+             tracing::info!(x = %crate::run::report::x());\n}\n\
+             #[cfg(test)]\nmod tests {\n    use crate::run::sign;\n}\n"
+        ),
+        [
+            "aggregator/src/run/synthetic/screen.rs:1: run/synthetic uses run/protocol, which comes after it",
+            "aggregator/src/run/synthetic/screen.rs:3: run/synthetic uses run/report, which comes after it",
+            "aggregator/src/run/synthetic/screen.rs:7: run/synthetic uses run/mod.rs, which comes after it",
+        ]
+    );
+    assert_eq!(
+        check("config.rs", "fn f(_: super::synthetic::SyntheticView) {}\n"),
+        ["aggregator/src/run/config.rs:1: run/config uses run/synthetic, which comes after it"]
+    );
+    // Downward, inside the stage, out of `run/`, and a test module beside its stage.
+    let fine = "use crate::run::{config::X, wire::clean};\nuse super::fetch::Exclusion;\n\
+                use super::*;\nuse crate::lab::demo;\nuse dpagg_shared::data::Dataset;\n\
+                fn f() { self::g(); super::super::wire::clean(); }\n";
+    assert!(check("synthetic/screen.rs", fine).is_empty());
+    assert!(check("config_fuzz.rs", "use super::config::Settings;\n").is_empty());
+    assert!(check("mod.rs", "use crate::run::protocol::execute;\n").is_empty());
 }

@@ -55,10 +55,10 @@
 mod resolved;
 
 pub use resolved::{
-    Acceptance, LearnerRequest, MapConfig, Network, OwnSource, RunConfig, Security, TestSet,
+    Acceptance, LearnerRequest, MapConfig, Network, OwnSource, RunConfig, Security,
+    SyntheticRequest, TestSet, spec_for,
 };
 
-use crate::run::synthetic::{SyntheticRequest, spec_for};
 use clap::ArgMatches;
 use dpagg_shared::cli::{ConfigError, FileSettings, Layers, Origin, Setting};
 use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, MechanismKind};

@@ -15,6 +15,7 @@
 
 use crate::run::config::{LearnerRequest, Network};
 use crate::run::validate::Violation;
+use crate::run::wire::{MAX_TEXT, clean};
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::get_learner_request::Selector;
 use dpagg_proto::v1::organisation_node_client::OrganisationNodeClient;
@@ -98,8 +99,6 @@ impl Exclusion {
         }
     }
 }
-
-pub use dpagg_shared::util::text::{MAX_TEXT, clean};
 
 /// Largest reply accepted from a node when the schema's dimension is not known (1 MiB).
 pub const MAX_REPLY_BYTES: usize = 1 << 20;

@@ -1,26 +1,36 @@
 //! The networked aggregator: `dpagg-aggregator run`, `map`, `predict` and `verify`.
 //!
+//! Its modules in the order a run goes through them; each uses only the ones before it
+//! (ARCHITECTURE.md, "Stages of `run/`", checked by `tests/tests/layers.rs`):
+//!
 //! - [`config`]: the settings of `run` (file, flags and environment) resolved into a
-//!   [`config::RunConfig`]; [`Command::run`] resolves them, runs [`protocol::execute`], prints the
-//!   table and writes the report.
-//! - [`agreed`] and [`map_command`]: the agreed map — made from the own rows by `map`, checked
-//!   against what each node says it applied.
+//!   [`config::RunConfig`], with the synthetic data to ask for ([`config::SyntheticRequest`]).
+//! - [`wire`]: the limits on what a node sends and the cleaning of its text, before it reaches a
+//!   report, a log or a terminal.
+//! - [`validate`]: the acceptance checks a learner must pass before it is aggregated.
 //! - [`fetch`]: concurrent collection of one learner per node, with timeouts, retries and typed
 //!   exclusions.
-//! - [`validate`]: the acceptance checks a learner must pass before it is aggregated;
-//!   [`screen`]: the checks of the learners as a set (near-copies counted once).
-//! - [`protocol`]: the protocol itself — own data, local baseline, fetch, screen, mirror averaging,
-//!   comparators — producing a [`report::Report`].
-//! - [`report`]: the terminal table, `report.json` and `report.html`.
-//! - [`model`]: `model.json` (the final model with its complete map) and `predict`.
-//! - [`synthetic`]: `--train-on synthetic` — each node's synthetic rows (Miura et al. 2022,
-//!   Gaussian- perturbed) pooled with the own training rows, a logistic regression on the pool.
-//! - [`metrics`]: the run's Prometheus text file.
 //! - [`trust`]: signed learners (checked before aggregation), the signed report and its
 //!   offline verification (`dpagg-aggregator verify`).
+//! - [`screen`]: the checks of the learners as a set (near-copies counted once).
+//! - [`agreed`]: the agreed map — the own rows under it, checked against what each node says it
+//!   applied.
+//! - [`synthetic`]: `--train-on synthetic` — each node's synthetic rows (Miura et al. 2022,
+//!   Gaussian- perturbed) pooled with the own training rows, a logistic regression on the pool.
+//! - [`model`]: the final model's view, `model.json` (the final model with its complete map)
+//!   and `predict`.
+//! - [`report`]: the terminal table, `report.json` and `report.html`.
+//! - [`protocol`]: the protocol itself — own data, local baseline, fetch, screen, mirror averaging,
+//!   comparators — producing a [`report::Report`].
+//! - [`metrics`]: the run's Prometheus text file.
+//! - [`map_command`]: `dpagg-aggregator map`, the agreed map made from the own rows.
+//!
+//! This file comes last: [`Command::run`] resolves the settings, runs [`protocol::execute`],
+//! prints the table and writes the report.
 //!
 //! A new aggregator (combiner) belongs in `dpagg_shared::aggregate` and is called from
-//! [`protocol`]; a new acceptance check belongs in [`validate`].
+//! [`protocol`]; a new acceptance check belongs in [`validate`]; a new limit on node text in
+//! [`wire`].
 
 pub mod agreed;
 pub mod config;
@@ -36,6 +46,7 @@ pub mod screen;
 pub mod synthetic;
 pub mod trust;
 pub mod validate;
+pub mod wire;
 
 use anyhow::{Context, Result};
 use clap::ArgMatches;

@@ -13,8 +13,9 @@
 use crate::run::agreed::{OwnViews, Records};
 use crate::run::config::{LearnerRequest, OwnSource, RunConfig, Security, TestSet};
 use crate::run::fetch::{Client, NodeOutcome, fetch_all, max_reply_bytes};
+use crate::run::model::FinalView;
 use crate::run::report::majority::{self, MajorityView};
-use crate::run::report::{Accuracies, FinalView, MapView, NodeReport, Report, split_warnings};
+use crate::run::report::{Accuracies, MapView, NodeReport, Report, split_warnings};
 use crate::run::screen::{Accepted, screen};
 use crate::run::synthetic::train_on_synthetic;
 use crate::run::trust::Trust;
@@ -149,7 +150,7 @@ fn log_exclusions(outcomes: &[NodeOutcome]) {
                 endpoint = %o.endpoint,
                 organisation = o.organisation_id.as_deref().unwrap_or("?"),
                 code = e.code(),
-                reason = %crate::run::fetch::clean(&e.to_string(), crate::run::fetch::MAX_TEXT),
+                reason = %crate::run::wire::clean(&e.to_string(), crate::run::wire::MAX_TEXT),
                 "node excluded"
             );
         }

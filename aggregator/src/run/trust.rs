@@ -13,8 +13,8 @@
 //!   report copied anywhere can be checked offline.
 
 use crate::run::config::Security;
-use crate::run::fetch::{Exclusion, MAX_TEXT, clean};
-use crate::run::report::{MAX_MECHANISM, MAX_RELEASE_ID};
+use crate::run::fetch::Exclusion;
+use crate::run::wire::{MAX_MECHANISM, MAX_RELEASE_ID, MAX_TEXT, clean};
 use dpagg_proto::signature::{ALGORITHM, SignatureError, SigningKey, VerifyingKey, hex, unhex};
 use dpagg_proto::v1 as pb;
 use dpagg_shared::identity::check_organisation_id;
@@ -275,7 +275,7 @@ fn verify_node(
     key.verify(org, &learner)
         .map_err(|e| at(&format!("the release of {org:?}: {e}")))?;
     let m = learner.metadata.as_ref().ok_or_else(|| at("no metadata"))?;
-    // The report records node text cleaned (crate::run::report), so compare it that way.
+    // The report records node text cleaned (with `run::wire`'s limits), so compare it that way.
     let release_id = clean(&m.release_id, MAX_RELEASE_ID);
     let recorded = [
         ("release_id", node["release_id"] == release_id.as_str()),

@@ -1,7 +1,7 @@
 //! The resolved configuration of `dpagg-aggregator run`: what [`super::Settings::resolve`] makes
 //! of the layered settings once every value is checked.
 
-use crate::run::synthetic::SyntheticRequest;
+use dpagg_shared::privacy::data_release::{DataKind, DataSpec};
 use dpagg_shared::privacy::guarantee::ProofCoverage;
 use dpagg_shared::privacy::mechanism::LearnerSpec;
 use std::path::{Path, PathBuf};
@@ -141,6 +141,15 @@ pub struct RunConfig {
     pub synthetic: Option<SyntheticRequest>,
 }
 
+/// The synthetic data asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyntheticRequest {
+    /// The spec (`mvn-synthetic-gaussian` at the learners' ε).
+    pub spec: DataSpec,
+    /// Ask nodes without such a release to make one.
+    pub publish: bool,
+}
+
 /// Where the aggregator's own rows come from and how they are split (`run` and `map` alike).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OwnSource {
@@ -173,4 +182,12 @@ pub struct MapConfig {
     pub own: OwnSource,
     /// The map file to write.
     pub map: PathBuf,
+}
+
+/// The synthetic spec of a run: `mvn-synthetic-gaussian` at the learners' ε (their δ when it is
+/// positive, else `delta`), `rows` rows.
+pub fn spec_for(epsilon: f64, delta: f64, rows: usize) -> DataSpec {
+    let mut spec = DataSpec::new(DataKind::MVN_SYNTHETIC_GAUSSIAN, epsilon, delta);
+    spec.options.insert("rows".into(), rows as f64);
+    spec
 }

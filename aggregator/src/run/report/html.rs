@@ -2,9 +2,10 @@
 //! inline SVG bar chart (no scripts, fonts or files fetched). Every string from a node is
 //! escaped ([`esc`]).
 
+use super::Report;
 use super::chart::{Bar, accuracy_chart, gains_chart, significant};
 use super::text::{delta_text, opt};
-use super::{FINAL_PRIVACY, Report, Z95};
+use crate::run::model::{FINAL_PRIVACY, Z95};
 use dpagg_shared::aggregate::select::Candidate;
 use dpagg_shared::util::stats::wilson_interval;
 use std::fmt::Write as _;

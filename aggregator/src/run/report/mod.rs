@@ -7,14 +7,15 @@
 //! must not be able to inject markup into the aggregator's report.
 
 pub use crate::run::agreed::MapView;
-use crate::run::fetch::{MAX_TEXT, NodeOutcome, clean};
-use crate::run::model::model_of;
+use crate::run::fetch::NodeOutcome;
+use crate::run::model::{FinalView, model_of};
 use crate::run::synthetic::SyntheticView;
 use crate::run::trust::SignatureView;
+use crate::run::wire::{MAX_MECHANISM, MAX_RELEASE_ID, MAX_TEXT, clean};
 use anyhow::{Context, Result};
 use dpagg_shared::Dataset;
 pub use dpagg_shared::aggregate::combiner::Accuracies;
-use dpagg_shared::aggregate::select::{Candidate, FinalModel, paired_gain};
+use dpagg_shared::aggregate::select::Candidate;
 use dpagg_shared::data::schema::Schema;
 use dpagg_shared::privacy::release::PublishedLearner;
 use dpagg_shared::util::files::atomic_write;
@@ -27,12 +28,6 @@ mod chart;
 mod html;
 pub mod majority;
 mod text;
-
-/// Longest release id shown (nodes make 32 hex characters).
-pub const MAX_RELEASE_ID: usize = 64;
-
-/// Longest mechanism name shown.
-pub const MAX_MECHANISM: usize = 80;
 
 /// Why a node was excluded.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -203,186 +198,6 @@ pub struct Report {
     pub learner_schema: Option<Schema>,
 }
 
-/// What the final model says in words about its privacy.
-pub const FINAL_PRIVACY: &str = "The final model is differentially private with respect to each other organisation's records (it post-processes their releases; Minami et al. 2015, Proposition 4.1), but not with respect to the aggregator's own records, which it uses without noise: do not publish it as a private release.";
-
-/// One candidate of the final model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CandidateView {
-    /// Its name (`local`, `mirror-averaging`, `mirror-averaging+own`, `stacking`,
-    /// `stacking-margins`; see [`Candidate::definition`]).
-    pub name: &'static str,
-    /// Mean held-out accuracy in cross-validation on own training rows.
-    pub cv_accuracy: f64,
-    /// Its cross-validated gain over local (accuracy as a fraction).
-    pub cv_gain: f64,
-    /// Standard error of `cv_gain`.
-    pub cv_gain_se: f64,
-    /// Accuracy on the own test rows.
-    pub test_accuracy: f64,
-}
-
-/// The final model, how it was chosen, and what it gains over the tuned local model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FinalView {
-    /// The candidate chosen.
-    pub chosen: &'static str,
-    /// Its accuracy on the own test rows.
-    pub test_accuracy: f64,
-    /// Test accuracy minus the tuned local model's (paired, same rows).
-    pub gain_over_local: f64,
-    /// 95 % interval of that gain (normal, paired per-row differences).
-    pub gain_ci95: [f64; 2],
-    /// λ of the local model (cross-validated).
-    pub local_lambda: f64,
-    /// λ of the stacker (cross-validated).
-    pub stacking_lambda: f64,
-    /// How far the others' learners agree on a direction (0 to 1; below the selection's
-    /// `min_agreement` a candidate needs stronger evidence).
-    pub agreement: f64,
-    /// How sure the choice is, in one sentence: the cross-validated gain of the best
-    /// candidate over local, and whether it cleared the selection's threshold.
-    pub evidence: String,
-    /// Every candidate.
-    pub candidates: Vec<CandidateView>,
-    /// The chosen model's weights (one per schema column, intercept last).
-    pub weights: Vec<f64>,
-    /// Its privacy, in words.
-    pub privacy: &'static str,
-}
-
-impl FinalView {
-    /// The view of `fin`, scored on `test`.
-    pub fn new(fin: &FinalModel, test: &Dataset) -> Self {
-        let local = fin.model(Candidate::Local);
-        let (gain, lo, hi) = paired_gain(fin.classifier(), local, test);
-        Self {
-            chosen: fin.chosen.name(),
-            test_accuracy: fin.classifier().accuracy(test),
-            gain_over_local: gain,
-            gain_ci95: [lo, hi],
-            local_lambda: fin.local_lambda,
-            stacking_lambda: fin.stacking_lambda,
-            agreement: fin.agreement,
-            evidence: evidence(fin),
-            candidates: fin
-                .cv
-                .iter()
-                .map(|e| CandidateView {
-                    name: e.candidate.name(),
-                    cv_accuracy: e.accuracy,
-                    cv_gain: e.gain,
-                    cv_gain_se: e.gain_se,
-                    test_accuracy: fin.model(e.candidate).accuracy(test),
-                })
-                .collect(),
-            weights: fin.classifier().coefficients().to_vec(),
-            privacy: FINAL_PRIVACY,
-        }
-    }
-
-    /// The headline: the final model against the tuned local one.
-    pub fn headline(&self) -> String {
-        let points = |x: f64| format!("{:+.1}", 100.0 * x);
-        if self.chosen == Candidate::Local.name() {
-            format!(
-                "final model: the local model, {:.3} — {}",
-                self.test_accuracy, self.evidence
-            )
-        } else {
-            format!(
-                "final model ({}): {:.3} vs tuned local {:.3}: {} points (95 % interval {} to {}) — {}",
-                self.chosen,
-                self.test_accuracy,
-                self.test_accuracy - self.gain_over_local,
-                points(self.gain_over_local),
-                points(self.gain_ci95[0]),
-                points(self.gain_ci95[1]),
-                self.evidence
-            )
-        }
-    }
-}
-
-/// The selection's evidence in words (see [`FinalView::evidence`]).
-/// The normal quantile of a two-sided 95 % interval.
-const Z95: f64 = 1.96;
-
-/// A cross-validated gain in points with its 95 % interval: "+4.2 points (95 % interval +0.3
-/// to +8.1)".
-fn cv_gain(gain: f64, se: f64) -> String {
-    format!(
-        "{:+.1} points (95 % interval {:+.1} to {:+.1})",
-        100.0 * gain,
-        100.0 * (gain - Z95 * se),
-        100.0 * (gain + Z95 * se)
-    )
-}
-
-fn evidence(fin: &FinalModel) -> String {
-    let two_maps = fin.config.own_columns.is_some();
-    let disagree = !two_maps && fin.agreement < fin.config.min_agreement;
-    let agreement = if two_maps {
-        "the learners work in a subspace chosen from your rows, where they agree whatever they \
-         carry, so "
-            .to_owned()
-    } else if disagree {
-        format!(
-            "the others' learners do not agree with each other (agreement {:.2}, below {:.2}), so ",
-            fin.agreement, fin.config.min_agreement
-        )
-    } else {
-        String::new()
-    };
-    let rows = if fin.evidence_rows < fin.rows {
-        format!(
-            "{} own rows (the {} whose labels chose the subspace left out)",
-            fin.evidence_rows,
-            fin.rows - fin.evidence_rows
-        )
-    } else {
-        format!("{} own rows", fin.rows)
-    };
-    let rule = format!(
-        "{agreement}a candidate needs a gain above {} standard errors in accuracy and {} in calibrated log-loss",
-        fin.config.z_accuracy, fin.config.z_loss
-    );
-    let best = fin
-        .cv
-        .iter()
-        .filter(|e| e.candidate != Candidate::Local)
-        .max_by(|a, b| a.gain.total_cmp(&b.gain));
-    let chosen = fin.cv.iter().find(|e| e.candidate == fin.chosen);
-    match (best, chosen) {
-        (_, Some(e)) if fin.chosen != Candidate::Local => format!(
-            "in cross-validation on {rows} {} gained {} over your own model ({rule})",
-            e.candidate.name(),
-            cv_gain(e.gain, e.gain_se),
-        ),
-        (Some(e), _) if e.gain > 0.0 && e.gain - Z95 * e.gain_se < 0.0 => format!(
-            "cannot tell whether the others' learners help: in cross-validation on {rows} the best of them ({}) scored {} against your own model, an interval that spans zero ({rule}), so the final model is your own",
-            e.candidate.name(),
-            cv_gain(e.gain, e.gain_se),
-        ),
-        (Some(e), _) if e.gain > 0.0 => format!(
-            "in cross-validation on {rows} {} scored {} over your own model, but that is not enough evidence ({rule}), so the final model is your own",
-            e.candidate.name(),
-            cv_gain(e.gain, e.gain_se),
-        ),
-        _ => format!(
-            "the others' learners did not beat your own model in cross-validation on {rows}{}, so the final model is your own: joining changes nothing here",
-            if disagree {
-                format!(
-                    " and do not agree with each other (agreement {:.2})",
-                    fin.agreement
-                )
-            } else {
-                String::new()
-            }
-        ),
-    }
-}
-
 /// One accuracy of the summary with its uncertainty.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SummaryLine {
@@ -499,9 +314,14 @@ impl Report {
             .schema
             .as_ref()
             .context("the report has no schema to write model.json with")?;
-        let model = model_of(self, schema, self.learner_schema.as_ref())
-            .to_json()
-            .context("cannot encode the model")?;
+        let model = model_of(
+            &self.final_model,
+            &self.generated_at,
+            schema,
+            self.learner_schema.as_ref(),
+        )
+        .to_json()
+        .context("cannot encode the model")?;
         for (name, bytes) in [
             ("report.json", json),
             ("model.json", model),

@@ -1,6 +1,6 @@
-//! Tests of the report: escaping of node strings, warnings about small splits, the evidence sentences.
+//! Tests of the report: escaping of node strings, warnings about small splits, the charts.
 use super::*;
-use dpagg_shared::aggregate::select::{CvEstimate, SelectionConfig};
+use crate::run::model::{CandidateView, FINAL_PRIVACY};
 
 /// A report with one included node whose name is hostile, stacking chosen at +15 points.
 fn fixture() -> Report {
@@ -96,7 +96,7 @@ fn node_strings_are_escaped_in_html() {
         "t.toml",
     )
     .expect("schema");
-    let model = model_of(&report, &schema, None);
+    let model = model_of(&report.final_model, &report.generated_at, &schema, None);
     assert_eq!(
         (model.weights[0], model.candidate.as_str()),
         (1.0, "stacking")
@@ -172,59 +172,6 @@ fn one_class_and_small_splits_are_warned_about() {
     assert!(
         w[1].contains("63 test rows only") && w[1].contains("±12 points"),
         "{w:?}"
-    );
-}
-
-/// A final model that kept local, with the others' best cross-validated gain `gain` and their
-/// agreement `agreement`.
-fn kept_local(gain: f64, agreement: f64) -> FinalModel {
-    let config = SelectionConfig::default();
-    let estimate = |candidate, gain| CvEstimate {
-        candidate,
-        accuracy: 0.7 + gain,
-        gain,
-        gain_se: 0.02,
-        loss_gain: gain,
-        loss_gain_se: 0.02,
-    };
-    FinalModel {
-        chosen: Candidate::Local,
-        candidates: Vec::new(),
-        comparators: Vec::new(),
-        cv: vec![
-            estimate(Candidate::Local, 0.0),
-            estimate(Candidate::MirrorAveraging, gain),
-        ],
-        mixing_weights: Vec::new(),
-        mixing_weights_with_own: Vec::new(),
-        local_lambda: 0.01,
-        stacking_lambda: 0.01,
-        margins_lambda: 0.01,
-        config: config.for_agreement(agreement),
-        agreement,
-        rows: 60,
-        evidence_rows: 60,
-    }
-}
-
-/// Each sentence that keeps local says why, and says when the learners did not agree.
-#[test]
-fn the_evidence_says_why_local_was_kept_and_whether_the_learners_agree() {
-    let agree = evidence(&kept_local(-0.01, 0.99));
-    assert!(agree.contains("did not beat your own model"), "{agree}");
-    assert!(!agree.contains("agree"), "{agree}");
-    let disagree = evidence(&kept_local(-0.01, 0.5));
-    assert!(
-        disagree.contains("did not beat")
-            && disagree.contains("do not agree with each other (agreement 0.50)"),
-        "{disagree}"
-    );
-    let short = evidence(&kept_local(0.01, 0.5));
-    assert!(
-        short.contains("cannot tell whether the others' learners help")
-            && short.contains("scored +1.0 points (95 % interval")
-            && short.contains("agreement 0.50, below 0.97"),
-        "{short}"
     );
 }
 

@@ -20,31 +20,23 @@ mod screen;
 
 use screen::screen;
 
-use crate::run::config::{Acceptance, Network};
+use crate::run::config::{Acceptance, Network, SyntheticRequest};
 use crate::run::fetch::{
-    Client, Exclusion, Failure, MAX_TEXT, clean, connect, describe_checked, from_status, retrying,
+    Client, Exclusion, Failure, connect, describe_checked, from_status, retrying,
 };
 use crate::run::trust::{SignatureView, Trust};
+use crate::run::wire::{MAX_TEXT, clean};
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::organisation_node_client::OrganisationNodeClient;
 use dpagg_shared::Dataset;
 use dpagg_shared::aggregate::select::tuned_logistic;
 use dpagg_shared::data::schema::Schema;
-use dpagg_shared::privacy::data_release::{DataKind, DataSpec};
+use dpagg_shared::privacy::data_release::DataSpec;
 use serde::Serialize;
 use tonic::Code;
 
 /// Largest data release decoded: 2·10⁶ values (the node's limit) at 9 bytes, and the body.
 pub const MAX_DATA_REPLY: usize = 24 << 20;
-
-/// The synthetic data asked for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SyntheticRequest {
-    /// The spec (`mvn-synthetic-gaussian` at the learners' ε).
-    pub spec: DataSpec,
-    /// Ask nodes without such a release to make one.
-    pub publish: bool,
-}
 
 /// One node's synthetic release, or why it was not used.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -272,14 +264,6 @@ pub fn describe(spec: &DataSpec) -> String {
         spec.delta,
         options.join(", ")
     )
-}
-
-/// The synthetic spec of a run: `mvn-synthetic-gaussian` at the learners' ε (their δ when it is
-/// positive, else `delta`), `rows` rows.
-pub fn spec_for(epsilon: f64, delta: f64, rows: usize) -> DataSpec {
-    let mut spec = DataSpec::new(DataKind::MVN_SYNTHETIC_GAUSSIAN, epsilon, delta);
-    spec.options.insert("rows".into(), rows as f64);
-    spec
 }
 
 #[cfg(test)]

@@ -4,10 +4,11 @@
 //! kind, no seeded noise, the acceptance policy's ε and δ, and its shape. Anything else is
 //! excluded with a [`DataViolation`] naming why.
 
-use super::{Got, RawRows, SyntheticNode, SyntheticRequest};
-use crate::run::config::Acceptance;
-use crate::run::fetch::{Exclusion, clean};
+use super::{Got, RawRows, SyntheticNode};
+use crate::run::config::{Acceptance, SyntheticRequest};
+use crate::run::fetch::Exclusion;
 use crate::run::trust::Trust;
+use crate::run::wire::clean;
 use dpagg_proto::convert::WireError;
 use dpagg_shared::data::schema::Schema;
 use dpagg_shared::privacy::data_release::{DataPayload, PublishedData};
@@ -159,7 +160,7 @@ fn validate<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::synthetic::spec_for;
+    use crate::run::config::spec_for;
     use dpagg_proto::v1 as pb;
     use dpagg_shared::data::bundled::Bundled;
     use dpagg_shared::privacy::data_release::{DataKind, DataSpec};
