@@ -32,7 +32,7 @@
 //! and may use any, and a name of `mod.rs` that is no module (`crate::run::sign`) counts as
 //! `mod.rs`. Paths out of `run/` (`crate::lab`, other crates) are not its business. Test code
 //! is checked too: `#[cfg(test)]` modules and `tests.rs` files are their module's, and a test
-//! module declared beside its stage, `config_fuzz.rs` or `config_tests.rs`, is that stage's (a
+//! module declared beside its stage, `config_fuzz.rs`, is that stage's (a
 //! test that needs a later stage lives in that stage, or in `tests/tests/aggregator.rs`).
 
 use proc_macro2::{Span, TokenStream, TokenTree};
@@ -773,7 +773,7 @@ fn files_are_the_modules_that_declare_them() {
             .find(|(file, _, _)| file == Path::new(f))
             .map(|(_, m, _)| m.join("::"))
     };
-    assert_eq!(module("config_tests.rs").as_deref(), Some("config::tests"));
+    assert_eq!(module("config/tests.rs").as_deref(), Some("config::tests"));
     assert_eq!(module("report/html.rs").as_deref(), Some("report::html"));
 }
 

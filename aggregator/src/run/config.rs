@@ -584,5 +584,4 @@ fn test_set(l: &mut Given<'_>) -> Result<TestSet, ConfigError> {
 }
 
 #[cfg(test)]
-#[path = "config_tests.rs"]
 mod tests;
