@@ -1,13 +1,15 @@
 //! `dpagg-aggregator`: combines organisations' private learners by mirror averaging.
 //!
-//! Subcommands of the networked aggregator ([`run`]):
+//! Subcommands of the networked aggregator (the library `dpagg-aggregator-run`, [`run`]):
 //! - `run`: collect the organisations' learners over gRPC, validate them, mirror-average them on
 //!   the aggregator's own data and report accuracy against the local-only baseline.
 //! - `map`: make the agreed map from the aggregator's own rows, for the nodes to publish with.
 //! - `predict`: score a CSV's rows with a run's `model.json`.
 //! - `verify`: check a report's signatures offline.
 //!
-//! Subcommands of the lab ([`lab`]):
+//! Subcommands of the lab (the library `dpagg-lab`, linked only with the default feature `lab`;
+//! `cargo build -p dpagg-aggregator --no-default-features` is the production aggregator without
+//! them):
 //! - `simulate`: the in-process simulation of Minami et al. 2015, §5 (see
 //!   [`dpagg_shared::simulation`]).
 //! - `experiment paper`: the reproduction of Minami et al. 2015, §5 — figures (CSV, SVG, PNG),
@@ -26,8 +28,9 @@
 //! away (`| head -1`) ends it cleanly.
 #![forbid(unsafe_code)]
 
-mod lab;
-mod run;
+use dpagg_aggregator_run as run;
+#[cfg(feature = "lab")]
+use dpagg_lab as lab;
 
 use clap::Subcommand;
 use dpagg_shared::cli;
@@ -39,6 +42,7 @@ use std::process::ExitCode;
 enum Command {
     #[command(flatten)]
     Run(run::Command),
+    #[cfg(feature = "lab")]
     #[command(flatten)]
     Lab(lab::Command),
 }
@@ -49,6 +53,7 @@ fn main() -> ExitCode {
         |_: &Command| "warn",
         |command, matches, out| match command {
             Command::Run(c) => c.run(matches, out),
+            #[cfg(feature = "lab")]
             Command::Lab(c) => c.run(out),
         },
     )

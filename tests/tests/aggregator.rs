@@ -26,7 +26,7 @@ fn meta(l: &mut pb::PrivateLearner) -> &mut pb::ReleaseMetadata {
 /// A well-formed learner for the Diabetes schema (dimension 9) and the default spec.
 fn valid_learner(id: &str) -> pb::PrivateLearner {
     // Two organisations never release near-identical weights (their noise differs); fakes that
-    // agree to within 1e-6 would count once, as near-copies (aggregator/src/run/screen.rs).
+    // agree to within 1e-6 would count once, as near-copies (aggregator/run/src/screen.rs).
     let own = id
         .bytes()
         .fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));

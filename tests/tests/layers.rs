@@ -23,14 +23,15 @@
 //! on an entry there that no longer matches anything, on a top-level module that has no place
 //! in the layers, and when ARCHITECTURE.md's sentence lists the layers in another order.
 //!
-//! The aggregator's `aggregator/src/run/` is checked the same way against [`RUN_STAGES`], the
-//! order its stages run in (ARCHITECTURE.md, "Stages of `run/`"; [`RUN_ALLOWED`] holds the
-//! upward paths that stay, with their reasons): every path of a file under
-//! `run/` that names a module of `run/` — `crate::run::x`, `super::x`, `super::super::x` from
-//! a subfolder, `self::x` — must name a stage before the file's own (or its own); a folder is
-//! the stage of its name (`run/report/html.rs` is `report`), `mod.rs` comes after every stage
-//! and may use any, and a name of `mod.rs` that is no module (`crate::run::sign`) counts as
-//! `mod.rs`. Paths out of `run/` (`crate::lab`, other crates) are not its business. Test code
+//! The networked aggregator's crate `dpagg-aggregator-run`, `aggregator/run/src/`, is checked
+//! the same way against [`RUN_STAGES`], the order its stages run in (ARCHITECTURE.md, "Stages of
+//! `run/`"; [`RUN_ALLOWED`] holds the upward paths that stay, with their reasons): every path of
+//! a file under `aggregator/run/src/` that names a module of the crate — `crate::x`, `super::x`,
+//! `super::super::x` from a subfolder, `self::x` — must name a stage before the file's own (or
+//! its own); a folder is the stage of its name (`run/report/html.rs` is `report`), `lib.rs`
+//! comes after every stage and may use any, and a name of `lib.rs` that is no module
+//! (`crate::sign`) counts as `lib.rs`. Paths out of the crate (`dpagg_lab`, other crates) are not
+//! its business. Test code
 //! is checked too: `#[cfg(test)]` modules and `tests.rs` files are their module's, and a test
 //! module declared beside its stage, `config_fuzz.rs`, is that stage's (a
 //! test that needs a later stage lives in that stage, or in `tests/tests/aggregator.rs`).
@@ -49,8 +50,8 @@ const TOP: [&str; 2] = ["cli", "identity"];
 /// Upward imports that stay: (file under `shared/src`, the module it uses, why).
 const ALLOWED: [(&str, &str, &str); 0] = [];
 
-/// The stages of `aggregator/src/run/`, first first, as ARCHITECTURE.md lists them: a stage
-/// may use only the ones before it; `mod.rs` comes after all of them.
+/// The stages of `aggregator/run/src/`, first first, as ARCHITECTURE.md lists them: a stage
+/// may use only the ones before it; `lib.rs` comes after all of them.
 const RUN_STAGES: [&str; 13] = [
     "config",
     "wire",
@@ -66,8 +67,8 @@ const RUN_STAGES: [&str; 13] = [
     "metrics",
     "map_command",
 ];
-/// What a name of `run/mod.rs` that is no module stands for.
-const RUN_ROOT: &str = "mod.rs";
+/// What a name of `run/lib.rs` that is no module stands for.
+const RUN_ROOT: &str = "lib.rs";
 
 /// A folder of modules checked against an order.
 struct Scope {
@@ -100,9 +101,9 @@ const SHARED: Scope = Scope {
 
 /// The networked aggregator.
 const RUN: Scope = Scope {
-    dir: "aggregator/src/run",
-    root: "mod.rs",
-    within: &["run"],
+    dir: "aggregator/run/src",
+    root: "lib.rs",
+    within: &[],
     aliases: &["crate"],
     root_items: Some(RUN_ROOT),
     rank: run_rank,
@@ -110,7 +111,7 @@ const RUN: Scope = Scope {
 };
 
 /// A module of `run/`'s rank: its place in [`RUN_STAGES`] (a test module `x_fuzz` or `x_tests`
-/// declared beside stage `x` is `x`'s), `mod.rs` last.
+/// declared beside stage `x` is `x`'s), `lib.rs` last.
 fn run_rank(module: &str) -> Option<usize> {
     if module == RUN_ROOT {
         return Some(RUN_STAGES.len());
@@ -153,7 +154,7 @@ struct Roots {
 }
 
 impl Roots {
-    /// The modules and re-exports of the scope's root file (`lib.rs`, `run/mod.rs`), and its
+    /// The modules and re-exports of the scope's root file (`lib.rs`), and its
     /// other items when the scope counts them.
     fn of_root(root: &syn::File, scope: &Scope) -> Roots {
         let mut roots = Roots {
@@ -777,7 +778,7 @@ fn files_are_the_modules_that_declare_them() {
     assert_eq!(module("report/html.rs").as_deref(), Some("report::html"));
 }
 
-/// Upward paths in `run/` that stay: (file under `aggregator/src/run`, the module it uses, why).
+/// Upward paths in `run/` that stay: (file under `aggregator/run/src`, the module it uses, why).
 const RUN_ALLOWED: [(&str, &str, &str); 0] = [];
 
 #[test]
@@ -785,7 +786,7 @@ fn no_stage_of_the_aggregators_run_uses_a_later_one() {
     let broken = broken_imports(&RUN, &RUN_ALLOWED);
     assert!(
         broken.is_empty(),
-        "{} import(s) break the stages of aggregator/src/run (ARCHITECTURE.md, \"Stages of `run/`\"):\n{}",
+        "{} import(s) break the stages of aggregator/run/src (ARCHITECTURE.md, \"Stages of `run/`\"):\n{}",
         broken.len(),
         broken.join("\n")
     );
@@ -804,12 +805,12 @@ fn every_module_of_run_has_a_stage() {
     let unplaced: Vec<&&String> = modules.iter().filter(|m| run_rank(m).is_none()).collect();
     assert!(
         unplaced.is_empty(),
-        "run/mod.rs declares modules that are no stage of RUN_STAGES: {unplaced:?}"
+        "run/lib.rs declares modules that are no stage of RUN_STAGES: {unplaced:?}"
     );
     for stage in RUN_STAGES {
         assert!(
             modules.iter().any(|m| *m == stage),
-            "RUN_STAGES lists `{stage}`, which run/mod.rs does not declare"
+            "RUN_STAGES lists `{stage}`, which run/lib.rs does not declare"
         );
     }
 }
@@ -841,35 +842,32 @@ fn the_checker_sees_planted_upward_imports_in_run() {
     );
     let check = |file, source| check_source(&RUN, file, source, &roots);
     assert_eq!(
-        check(
-            "fetch.rs",
-            "use std::io;\nuse crate::run::report::Report;\n"
-        ),
-        ["aggregator/src/run/fetch.rs:2: run/fetch uses run/report, which comes after it"]
+        check("fetch.rs", "use std::io;\nuse crate::report::Report;\n"),
+        ["aggregator/run/src/fetch.rs:2: run/fetch uses run/report, which comes after it"]
     );
-    // From a subfolder, through `super` chains, in a macro, in a test module, to `mod.rs`.
+    // From a subfolder, through `super` chains, in a macro, in a test module, to `lib.rs`.
     assert_eq!(
         check(
             "synthetic/screen.rs",
             "use super::super::protocol::execute;\nfn f() {\n    \
-             tracing::info!(x = %crate::run::report::x());\n}\n\
-             #[cfg(test)]\nmod tests {\n    use crate::run::sign;\n}\n"
+             tracing::info!(x = %crate::report::x());\n}\n\
+             #[cfg(test)]\nmod tests {\n    use crate::sign;\n}\n"
         ),
         [
-            "aggregator/src/run/synthetic/screen.rs:1: run/synthetic uses run/protocol, which comes after it",
-            "aggregator/src/run/synthetic/screen.rs:3: run/synthetic uses run/report, which comes after it",
-            "aggregator/src/run/synthetic/screen.rs:7: run/synthetic uses run/mod.rs, which comes after it",
+            "aggregator/run/src/synthetic/screen.rs:1: run/synthetic uses run/protocol, which comes after it",
+            "aggregator/run/src/synthetic/screen.rs:3: run/synthetic uses run/report, which comes after it",
+            "aggregator/run/src/synthetic/screen.rs:7: run/synthetic uses run/lib.rs, which comes after it",
         ]
     );
     assert_eq!(
         check("config.rs", "fn f(_: super::synthetic::SyntheticView) {}\n"),
-        ["aggregator/src/run/config.rs:1: run/config uses run/synthetic, which comes after it"]
+        ["aggregator/run/src/config.rs:1: run/config uses run/synthetic, which comes after it"]
     );
-    // Downward, inside the stage, out of `run/`, and a test module beside its stage.
-    let fine = "use crate::run::{config::X, wire::clean};\nuse super::fetch::Exclusion;\n\
-                use super::*;\nuse crate::lab::demo;\nuse dpagg_shared::data::Dataset;\n\
+    // Downward, inside the stage, out of the crate, and a test module beside its stage.
+    let fine = "use crate::{config::X, wire::clean};\nuse super::fetch::Exclusion;\n\
+                use super::*;\nuse dpagg_lab::demo;\nuse dpagg_shared::data::Dataset;\n\
                 fn f() { self::g(); super::super::wire::clean(); }\n";
     assert!(check("synthetic/screen.rs", fine).is_empty());
     assert!(check("config_fuzz.rs", "use super::config::Settings;\n").is_empty());
-    assert!(check("mod.rs", "use crate::run::protocol::execute;\n").is_empty());
+    assert!(check("lib.rs", "use crate::protocol::execute;\n").is_empty());
 }

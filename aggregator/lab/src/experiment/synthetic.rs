@@ -30,7 +30,7 @@
 //!    (ε, δ = 10⁻⁶) through the node's dispatcher ([`dpagg_shared::privacy::data_release::plan`]),
 //!    as many rows as it has; the aggregator maps the rows back by
 //!    [`dpagg_shared::privacy::synthetic::mvn_release::from_unit_cube`], normalises them with the
-//!    schema and pools them with its own rows ([`crate::run::synthetic::pool`], the networked
+//!    schema and pools them with its own rows ([`dpagg_aggregator_run::synthetic::pool`], the networked
 //!    aggregator's code), then fits `tuned_logistic` on the pool.
 //! 4. *synthetic pooled (rows = fixed)*: the same with `--fixed-rows` rows per node (1,000).
 //! 5. *centralised*: non-private `tuned_logistic` on all training rows (a reference only).
@@ -51,9 +51,9 @@ use super::args::SyntheticArgs;
 use super::figures::{csv_text, eps, num};
 use super::harness::{create_out, progress_bar, write};
 use super::utility::{self, NOISE, Paired, SELECT, SPLIT, Source, points, private_learner};
-use crate::run::config::spec_for;
-use crate::run::synthetic::pool;
 use anyhow::{Context, Result, bail};
+use dpagg_aggregator_run::config::spec_for;
+use dpagg_aggregator_run::synthetic::pool;
 use dpagg_shared::aggregate::select::{SelectionConfig, local_and_mirror, tuned_logistic};
 use dpagg_shared::cli::Out;
 use dpagg_shared::data::bundled::Bundled;

@@ -1,6 +1,6 @@
 //! Tests of the report: escaping of node strings, warnings about small splits, the charts.
 use super::*;
-use crate::run::model::{CandidateView, FINAL_PRIVACY};
+use crate::model::{CandidateView, FINAL_PRIVACY};
 
 /// A report with one included node whose name is hostile, stacking chosen at +15 points.
 fn fixture() -> Report {

@@ -11,8 +11,8 @@
 //! the map is post-processed. Either way the nodes' guarantees are unaffected: a map is a public,
 //! per-record function fixed before they read a row (`docs/proofs/agreed-map.md`).
 
-use crate::run::config::MapConfig;
-use crate::run::protocol::own_data_records;
+use crate::config::MapConfig;
+use crate::protocol::own_data_records;
 use anyhow::{Context, Result, bail};
 use dpagg_shared::cli::Out;
 use dpagg_shared::data::agreed_map::own::map_rows;

@@ -1,5 +1,8 @@
 //! The networked aggregator: `dpagg-aggregator run`, `map`, `predict` and `verify`.
 //!
+//! This is the package `dpagg-aggregator-run`, always linked into `dpagg-aggregator` (the lab,
+//! `dpagg-lab`, uses it; it never uses the lab).
+//!
 //! Its modules in the order a run goes through them; each uses only the ones before it
 //! (ARCHITECTURE.md, "Stages of `run/`", checked by `tests/tests/layers.rs`):
 //!
@@ -158,7 +161,7 @@ impl Command {
 }
 
 /// Signs `report` with the signing key of the identity folder `identity`.
-pub(crate) fn sign(report: &mut report::Report, identity: &std::path::Path) -> Result<()> {
+pub fn sign(report: &mut report::Report, identity: &std::path::Path) -> Result<()> {
     let id = dpagg_shared::identity::IdentityDir::load(identity)?;
     let key = dpagg_proto::signature::SigningKey::load(&id.signing_key_path())
         .context("the aggregator signs its report with signing.key from its identity folder")?;

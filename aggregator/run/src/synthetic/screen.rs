@@ -1,14 +1,14 @@
-//! Checks a fetched data release before its rows are pooled, as [`crate::run::validate`] does
+//! Checks a fetched data release before its rows are pooled, as [`crate::validate`] does
 //! for learners: signature by the organisation's key over the body bytes as served, identity
 //! against the certificate, then the decoded [`PublishedData`] — schema fingerprint, maker,
 //! kind, no seeded noise, the acceptance policy's ε and δ, and its shape. Anything else is
 //! excluded with a [`DataViolation`] naming why.
 
 use super::{Got, RawRows, SyntheticNode};
-use crate::run::config::{Acceptance, SyntheticRequest};
-use crate::run::fetch::Exclusion;
-use crate::run::trust::Trust;
-use crate::run::wire::clean;
+use crate::config::{Acceptance, SyntheticRequest};
+use crate::fetch::Exclusion;
+use crate::trust::Trust;
+use crate::wire::clean;
 use dpagg_proto::convert::WireError;
 use dpagg_shared::data::schema::Schema;
 use dpagg_shared::privacy::data_release::{DataPayload, PublishedData};
@@ -160,7 +160,7 @@ fn validate<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::config::spec_for;
+    use crate::config::spec_for;
     use dpagg_proto::v1 as pb;
     use dpagg_shared::data::bundled::Bundled;
     use dpagg_shared::privacy::data_release::{DataKind, DataSpec};

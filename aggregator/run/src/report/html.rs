@@ -5,7 +5,7 @@
 use super::Report;
 use super::chart::{Bar, accuracy_chart, gains_chart, significant};
 use super::text::{delta_text, opt};
-use crate::run::model::{FINAL_PRIVACY, Z95};
+use crate::model::{FINAL_PRIVACY, Z95};
 use dpagg_shared::aggregate::select::Candidate;
 use dpagg_shared::util::stats::wilson_interval;
 use std::fmt::Write as _;

@@ -10,16 +10,16 @@
 //! organisation's data (Minami et al. 2015, Proposition 4.1). The aggregator's own records are
 //! never sent anywhere; the report holds accuracies on its own test split.
 
-use crate::run::agreed::{OwnViews, Records};
-use crate::run::config::{LearnerRequest, OwnSource, RunConfig, Security, TestSet};
-use crate::run::fetch::{Client, NodeOutcome, fetch_all, max_reply_bytes};
-use crate::run::model::FinalView;
-use crate::run::report::majority::{self, MajorityView};
-use crate::run::report::{Accuracies, MapView, NodeReport, Report, split_warnings};
-use crate::run::screen::{Accepted, screen};
-use crate::run::synthetic::train_on_synthetic;
-use crate::run::trust::Trust;
-use crate::run::validate::Context as Check;
+use crate::agreed::{OwnViews, Records};
+use crate::config::{LearnerRequest, OwnSource, RunConfig, Security, TestSet};
+use crate::fetch::{Client, NodeOutcome, fetch_all, max_reply_bytes};
+use crate::model::FinalView;
+use crate::report::majority::{self, MajorityView};
+use crate::report::{Accuracies, MapView, NodeReport, Report, split_warnings};
+use crate::screen::{Accepted, screen};
+use crate::synthetic::train_on_synthetic;
+use crate::trust::Trust;
+use crate::validate::Context as Check;
 use anyhow::{Context, Result, bail};
 use dpagg_shared::aggregate::MirrorAveraging;
 use dpagg_shared::aggregate::select::{
@@ -150,7 +150,7 @@ fn log_exclusions(outcomes: &[NodeOutcome]) {
                 endpoint = %o.endpoint,
                 organisation = o.organisation_id.as_deref().unwrap_or("?"),
                 code = e.code(),
-                reason = %crate::run::wire::clean(&e.to_string(), crate::run::wire::MAX_TEXT),
+                reason = %crate::wire::clean(&e.to_string(), crate::wire::MAX_TEXT),
                 "node excluded"
             );
         }

@@ -3,7 +3,7 @@
 //! test accuracies of the final, local and mirror-averaged models, the final model's gain over
 //! local, each node's time, and when the run ended. The same figures are in `report.json`.
 
-use crate::run::report::Report;
+use crate::report::Report;
 use anyhow::{Context, Result};
 use dpagg_shared::aggregate::select::Candidate;
 use dpagg_shared::util::files::atomic_write;

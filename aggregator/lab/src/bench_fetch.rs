@@ -10,9 +10,9 @@
 //! 1 s for 100 nodes, TLS handshakes included.
 
 use super::node_process::{self, Fleet, until_interrupted};
-use crate::run::config::{LearnerRequest, Network};
-use crate::run::fetch::{Client, fetch_all};
 use anyhow::{Context, Result, bail};
+use dpagg_aggregator_run::config::{LearnerRequest, Network};
+use dpagg_aggregator_run::fetch::{Client, fetch_all};
 use dpagg_shared::cli::Out;
 use dpagg_shared::data::bundled::Bundled;
 use dpagg_shared::identity::IdentityDir;

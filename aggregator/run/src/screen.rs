@@ -1,14 +1,14 @@
 //! Which fetched learners are aggregated: each must carry a valid signature of the organisation
-//! it came from and pass validation ([`crate::run::validate`]); the same organisation reached
+//! it came from and pass validation ([`crate::validate`]); the same organisation reached
 //! at two endpoints counts once; and learners of different organisations whose weights agree
 //! to within a public tolerance are **near-copies**, one expert counted once (a member that
 //! re-signs another's learner, under its id or a new one, exactly or nudged by one part in
 //! 10^15, gains no second weight, and cannot make the original be excluded either), each copy
 //! named in the report.
 
-use crate::run::fetch::{Exclusion, NodeOutcome};
-use crate::run::trust::{SignatureView, Trust};
-use crate::run::validate::{Context as Check, explain_mismatch, validate};
+use crate::fetch::{Exclusion, NodeOutcome};
+use crate::trust::{SignatureView, Trust};
+use crate::validate::{Context as Check, explain_mismatch, validate};
 use dpagg_shared::privacy::release::PublishedLearner;
 use std::collections::{BTreeSet, HashMap};
 

@@ -148,7 +148,7 @@ impl MapView {
     /// The view of `map` as `own` used it.
     pub fn new(map: &AgreedMap, own: &OwnViews) -> Self {
         Self {
-            source: crate::run::wire::clean(&map.source, crate::run::wire::MAX_TEXT),
+            source: crate::wire::clean(&map.source, crate::wire::MAX_TEXT),
             components: map.components(),
             learner_schema_fingerprint: own.learners.fingerprint(),
             evidence_rows: own

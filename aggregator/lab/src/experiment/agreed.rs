@@ -19,8 +19,8 @@
 //! [`SelectionConfig::own_columns`]: dpagg_shared::aggregate::select::SelectionConfig
 
 use super::scenarios::Split;
-use crate::run::map_command::private_summaries;
 use anyhow::{Context, Result};
+use dpagg_aggregator_run::map_command::private_summaries;
 use dpagg_shared::data::agreed_map::{AgreedMap, Components, Summaries, derive, from_own_rows};
 use dpagg_shared::data::dataset::Dataset;
 use dpagg_shared::data::schema::Schema;
@@ -32,7 +32,7 @@ pub(super) const POOLED_DELTA: f64 = 1e-6;
 
 /// How the learners' rows are mapped (`--map`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(in crate::lab) enum MapChoice {
+pub(crate) enum MapChoice {
     /// `schema` for the five hand-written scenarios, `own` for the wide ones and --dataset.
     Auto,
     /// The schema's map.

@@ -13,9 +13,9 @@
 //! and strings that reach reports and terminals are cut to
 //! [`MAX_TEXT`] characters with control characters replaced ([`clean`]).
 
-use crate::run::config::{LearnerRequest, Network};
-use crate::run::validate::Violation;
-use crate::run::wire::{MAX_TEXT, clean};
+use crate::config::{LearnerRequest, Network};
+use crate::validate::Violation;
+use crate::wire::{MAX_TEXT, clean};
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::get_learner_request::Selector;
 use dpagg_proto::v1::organisation_node_client::OrganisationNodeClient;

@@ -12,6 +12,11 @@
 //!   runs the node binary; it does not link the node crate).
 //!
 //! A new experiment goes under [`experiment`]; a new calculator into [`privacy`].
+//!
+//! This is the package `dpagg-lab`: `dpagg-aggregator` links it, and these subcommands, only with
+//! its default feature `lab` (docs/lab.md); the networked aggregator it reuses is the package
+//! `dpagg-aggregator-run`, which never uses the lab. The plotting and progress-bar crates
+//! (`plotters`, `png`, `indicatif`) are dependencies of this package alone.
 
 pub mod bench;
 pub mod bench_fetch;

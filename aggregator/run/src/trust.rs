@@ -12,9 +12,9 @@
 //!   the report's lines match them, then the aggregator's signature over the whole report, so a
 //!   report copied anywhere can be checked offline.
 
-use crate::run::config::Security;
-use crate::run::fetch::Exclusion;
-use crate::run::wire::{MAX_MECHANISM, MAX_RELEASE_ID, MAX_TEXT, clean};
+use crate::config::Security;
+use crate::fetch::Exclusion;
+use crate::wire::{MAX_MECHANISM, MAX_RELEASE_ID, MAX_TEXT, clean};
 use dpagg_proto::signature::{ALGORITHM, SignatureError, SigningKey, VerifyingKey, hex, unhex};
 use dpagg_proto::v1 as pb;
 use dpagg_shared::identity::check_organisation_id;

@@ -6,8 +6,8 @@
 //! norm assumption is the one the schema normalisation guarantees, and — when a spec was asked
 //! for — it is a release of that spec. Anything else is excluded with a [`Violation`] naming why.
 
-use crate::run::config::{Acceptance, LearnerRequest};
-use crate::run::wire::{MAX_TEXT, clean};
+use crate::config::{Acceptance, LearnerRequest};
+use crate::wire::{MAX_TEXT, clean};
 use dpagg_proto::convert::WireError;
 use dpagg_proto::v1 as pb;
 use dpagg_shared::data::schema::Schema;

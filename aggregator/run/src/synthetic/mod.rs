@@ -20,12 +20,10 @@ mod screen;
 
 use screen::screen;
 
-use crate::run::config::{Acceptance, Network, SyntheticRequest};
-use crate::run::fetch::{
-    Client, Exclusion, Failure, connect, describe_checked, from_status, retrying,
-};
-use crate::run::trust::{SignatureView, Trust};
-use crate::run::wire::{MAX_TEXT, clean};
+use crate::config::{Acceptance, Network, SyntheticRequest};
+use crate::fetch::{Client, Exclusion, Failure, connect, describe_checked, from_status, retrying};
+use crate::trust::{SignatureView, Trust};
+use crate::wire::{MAX_TEXT, clean};
 use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::organisation_node_client::OrganisationNodeClient;
 use dpagg_shared::Dataset;
@@ -228,7 +226,7 @@ pub async fn train_on_synthetic(
 /// bound equal to a feature's `missing` sentinel (Diabetes declares 0 = missing with lo = 0)
 /// must be normalised as that bound, not replaced by the centre, so the sentinels are dropped
 /// from the schema used for the synthetic rows.
-pub(crate) fn pool(train: &Dataset, schema: &Schema, synthetic: &[(Vec<f64>, bool)]) -> Dataset {
+pub fn pool(train: &Dataset, schema: &Schema, synthetic: &[(Vec<f64>, bool)]) -> Dataset {
     let mut schema = schema.clone();
     for f in &mut schema.features {
         f.missing = None;

@@ -6,12 +6,12 @@
 //! Every string that came from a node (organisation id, reasons) is escaped in the HTML: a node
 //! must not be able to inject markup into the aggregator's report.
 
-pub use crate::run::agreed::MapView;
-use crate::run::fetch::NodeOutcome;
-use crate::run::model::{FinalView, model_of};
-use crate::run::synthetic::SyntheticView;
-use crate::run::trust::SignatureView;
-use crate::run::wire::{MAX_MECHANISM, MAX_RELEASE_ID, MAX_TEXT, clean};
+pub use crate::agreed::MapView;
+use crate::fetch::NodeOutcome;
+use crate::model::{FinalView, model_of};
+use crate::synthetic::SyntheticView;
+use crate::trust::SignatureView;
+use crate::wire::{MAX_MECHANISM, MAX_RELEASE_ID, MAX_TEXT, clean};
 use anyhow::{Context, Result};
 use dpagg_shared::Dataset;
 pub use dpagg_shared::aggregate::combiner::Accuracies;
@@ -187,7 +187,7 @@ pub struct Report {
     /// The aggregator's organisation (from its certificate), when it signs the report.
     pub signed_by: Option<String>,
     /// The aggregator's signature over this report (`dpagg-aggregator verify`; see
-    /// `crate::run::trust`). Absent from plain-text runs.
+    /// `crate::trust`). Absent from plain-text runs.
     pub signature: Option<SignatureView>,
     /// The schema the own rows were mapped by (written into `model.json`, not the report).
     #[serde(skip)]

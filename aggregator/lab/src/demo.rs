@@ -22,9 +22,11 @@
 //! folder removed at the end.
 
 use super::node_process::{self, Fleet, until_interrupted};
-use crate::run::config::{Acceptance, LearnerRequest, Network, RunConfig, Security, TestSet};
-use crate::run::report::Report;
 use anyhow::{Context, Result, bail};
+use dpagg_aggregator_run::config::{
+    Acceptance, LearnerRequest, Network, RunConfig, Security, TestSet,
+};
+use dpagg_aggregator_run::report::Report;
 use dpagg_shared::cli::{LearnerArgs, Out};
 use dpagg_shared::data::bundled::Bundled;
 use dpagg_shared::data::clinic::{
@@ -378,11 +380,13 @@ pub fn run(args: Args, stdout: &mut Out) -> Result<()> {
         runtime.block_on(until_interrupted(serve(&binary, &nodes, args.insecure)))?;
     printed = printed.and_then(|()| writeln!(stdout, "serving on {}", urls.join(" ")));
     config.nodes = urls;
-    let report = runtime.block_on(until_interrupted(crate::run::protocol::execute(&config)));
+    let report = runtime.block_on(until_interrupted(dpagg_aggregator_run::protocol::execute(
+        &config,
+    )));
     drop(fleet);
     let mut report: Report = report?;
     if !args.insecure {
-        crate::run::sign(&mut report, &federation.join(AGGREGATOR))?;
+        dpagg_aggregator_run::sign(&mut report, &federation.join(AGGREGATOR))?;
         copy_public_keys(work.path(), &args.out)?;
     }
     printed = printed.and_then(|()| write!(stdout, "{}", report.table()));
