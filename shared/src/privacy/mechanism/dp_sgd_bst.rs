@@ -213,13 +213,13 @@ impl BstDpSgd {
 }
 
 /// The buffers of one step: the gradient and its integer cells.
-pub(crate) struct Step {
+struct Step {
     cells: Vec<i64>,
     gradient: Vec<f64>,
 }
 
 impl Step {
-    pub(crate) fn new(dim: usize) -> Self {
+    fn new(dim: usize) -> Self {
         Self {
             cells: vec![0; dim],
             gradient: vec![0.0; dim],
@@ -228,8 +228,7 @@ impl Step {
 
     /// n∇ℓ̂(θ; (x, y)) + b into `out`: n·γ(c + Z) for the lattice vector c of ∇ℓ(θ; (x, y)),
     /// plus the regulariser's nλθ.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn noisy_gradient(
+    fn noisy_gradient(
         &mut self,
         (theta, x, y): (&[f64], &[f64], f64),
         n: f64,
