@@ -8,6 +8,7 @@
 //! Blocking work (SQLite, training) runs on Tokio's blocking pool. Errors become typed statuses;
 //! a status never carries a number computed from the data: mechanism and store failures whose
 //! messages could (a row norm, a gradient norm) are logged locally and sent as `INTERNAL`.
+//! Status codes and latencies are recorded by [`crate::timing`], a layer around the server.
 
 use crate::access::{Caller, Gate, Rpc};
 use crate::node::{Node, budget_policy};
@@ -25,7 +26,6 @@ use dpagg_shared::privacy::release::PublishedLearner;
 use dpagg_shared::util::text::{MAX_TEXT, clean};
 use prost::Message;
 use std::sync::Arc;
-use std::time::Instant;
 use tonic::{Request, Response, Status};
 
 /// Releases per `ListLearners` answer when the client does not say.
@@ -145,21 +145,6 @@ fn summary(stored: &StoredData) -> Result<pb::DataReleaseBody, Status> {
 }
 
 impl NodeService {
-    /// Runs one RPC's work and records its status code and latency in the metrics.
-    async fn timed<T>(
-        &self,
-        rpc: Rpc,
-        work: impl std::future::Future<Output = Result<T, Status>>,
-    ) -> Result<T, Status> {
-        let start = Instant::now();
-        let result = work.await;
-        let code = result
-            .as_ref()
-            .map_or_else(Status::code, |_| tonic::Code::Ok);
-        self.node.metrics.rpc(rpc, code, start.elapsed());
-        result
-    }
-
     async fn describe_inner(
         &self,
         request: Request<pb::DescribeRequest>,
@@ -437,54 +422,48 @@ impl OrganisationNode for NodeService {
         &self,
         request: Request<pb::DescribeRequest>,
     ) -> Result<Response<pb::DescribeResponse>, Status> {
-        self.timed(Rpc::Describe, self.describe_inner(request))
-            .await
+        self.describe_inner(request).await
     }
 
     async fn list_learners(
         &self,
         request: Request<pb::ListLearnersRequest>,
     ) -> Result<Response<pb::ListLearnersResponse>, Status> {
-        self.timed(Rpc::ListLearners, self.list_learners_inner(request))
-            .await
+        self.list_learners_inner(request).await
     }
 
     async fn get_learner(
         &self,
         request: Request<pb::GetLearnerRequest>,
     ) -> Result<Response<pb::PrivateLearner>, Status> {
-        self.timed(Rpc::GetLearner, self.get_learner_inner(request))
-            .await
+        self.get_learner_inner(request).await
     }
 
     async fn publish_learner(
         &self,
         request: Request<pb::PublishLearnerRequest>,
     ) -> Result<Response<pb::PrivateLearner>, Status> {
-        self.timed(Rpc::PublishLearner, self.publish_learner_inner(request))
-            .await
+        self.publish_learner_inner(request).await
     }
 
     async fn publish_data(
         &self,
         request: Request<pb::PublishDataRequest>,
     ) -> Result<Response<pb::DataRelease>, Status> {
-        self.timed(Rpc::PublishData, self.publish_data_inner(request))
-            .await
+        self.publish_data_inner(request).await
     }
 
     async fn get_data(
         &self,
         request: Request<pb::GetDataRequest>,
     ) -> Result<Response<pb::DataRelease>, Status> {
-        self.timed(Rpc::GetData, self.get_data_inner(request)).await
+        self.get_data_inner(request).await
     }
 
     async fn list_data(
         &self,
         request: Request<pb::ListDataRequest>,
     ) -> Result<Response<pb::ListDataResponse>, Status> {
-        self.timed(Rpc::ListData, self.list_data_inner(request))
-            .await
+        self.list_data_inner(request).await
     }
 }
