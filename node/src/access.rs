@@ -241,11 +241,6 @@ impl Gate {
 }
 
 impl Gate {
-    /// Logs the outcome of a publish request on the audit target.
-    pub fn audit_publish(&self, caller: &Caller, outcome: Result<(&str, bool), &Status>) {
-        self.audit_write(caller, Rpc::PublishLearner, outcome);
-    }
-
     /// Audits one write RPC (`PublishLearner` or `PublishData`) and its outcome; refusals
     /// within the caller's quota of lines.
     pub fn audit_write(&self, caller: &Caller, rpc: Rpc, outcome: Result<(&str, bool), &Status>) {
