@@ -139,6 +139,16 @@ impl Rpc {
         }
     }
 
+    /// The RPC a request's URI path calls (`/dpagg.v1.OrganisationNode/GetLearner`); `None` for
+    /// another service's path (health, reflection) or a method the contract does not have.
+    pub fn of_path(path: &str) -> Option<Rpc> {
+        let (service, method) = path.strip_prefix('/')?.split_once('/')?;
+        if service != dpagg_proto::v1::organisation_node_server::SERVICE_NAME {
+            return None;
+        }
+        Self::ALL.into_iter().find(|rpc| rpc.name() == method)
+    }
+
     /// Whether the RPC spends budget (write list and rate limit; its latency is a training's).
     pub fn writes(self) -> bool {
         matches!(self, Self::PublishLearner | Self::PublishData)
@@ -231,11 +241,6 @@ impl Gate {
 }
 
 impl Gate {
-    /// Logs the outcome of a publish request on the audit target.
-    pub fn audit_publish(&self, caller: &Caller, outcome: Result<(&str, bool), &Status>) {
-        self.audit_write(caller, Rpc::PublishLearner, outcome);
-    }
-
     /// Audits one write RPC (`PublishLearner` or `PublishData`) and its outcome; refusals
     /// within the caller's quota of lines.
     pub fn audit_write(&self, caller: &Caller, rpc: Rpc, outcome: Result<(&str, bool), &Status>) {
@@ -329,6 +334,24 @@ mod tests {
             Some(0),
             "another caller has its own"
         );
+    }
+
+    #[test]
+    fn paths_name_the_contract_s_rpcs_only() {
+        for rpc in Rpc::ALL {
+            let path = format!("/dpagg.v1.OrganisationNode/{}", rpc.name());
+            assert_eq!(Rpc::of_path(&path), Some(rpc));
+        }
+        for other in [
+            "/grpc.health.v1.Health/Check",
+            "/dpagg.v1.OrganisationNode/Nope",
+            "/dpagg.v1.OrganisationNode/GetLearner/x",
+            "/dpagg.v1.OrganisationNode",
+            "dpagg.v1.OrganisationNode/GetLearner",
+            "",
+        ] {
+            assert_eq!(Rpc::of_path(other), None, "{other}");
+        }
     }
 
     #[test]

@@ -25,5 +25,6 @@ pub mod service;
 pub mod split;
 mod status;
 pub mod store;
+pub mod timing;
 pub mod tls_server;
 pub mod transport;

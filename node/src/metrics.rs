@@ -10,8 +10,9 @@
 //! - `dpagg_publish_requests_total{kind, outcome}`: publish requests since start, by outcome
 //!   (`published`, `existing`, or the reason of a refusal or failure).
 //! - `dpagg_rpc_requests_total{method, code}` and `dpagg_rpc_seconds{method}` (histogram): every
-//!   gRPC call by method and status code, and the latency of those that train nothing (a
-//!   publish call lasts as long as its training: see below).
+//!   call of the contract by method and the status code its client read, and the latency of
+//!   those that train nothing (a publish call lasts as long as its training: see below);
+//!   recorded by the tower layer [`crate::timing`] around the server, not by the handlers.
 //! - `dpagg_trainings_within_total{le}` and `dpagg_trainings_in_flight`: releases made, counted
 //!   in coarse buckets of their time ([`COARSE_SECONDS`], cumulative like a histogram's, with
 //!   no sum), and releases being made.
@@ -374,5 +375,28 @@ fn reason(e: &PublishError) -> &'static str {
         PublishError::FailedBefore { .. } => "failed_before",
         PublishError::FailedCharged(_) | PublishError::DataFailedCharged(_) => "failed_charged",
         PublishError::Store(_) => "store_error",
+    }
+}
+
+#[cfg(test)]
+impl Metrics {
+    /// Calls of `rpc` recorded with `code` so far.
+    pub(crate) fn calls(&self, rpc: Rpc, code: tonic::Code) -> u64 {
+        self.rpcs
+            .get(&RpcLabels {
+                method: rpc.name(),
+                code: format!("{code:?}"),
+            })
+            .map_or(0, |c| c.get())
+    }
+
+    /// Calls of `rpc` whose latency was recorded so far.
+    pub(crate) fn timed(&self, rpc: Rpc) -> u64 {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry).expect("encodes");
+        let series = format!("dpagg_rpc_seconds_count{{method=\"{}\"}} ", rpc.name());
+        text.lines()
+            .find_map(|l| l.strip_prefix(&series))
+            .map_or(0, |n| n.parse().expect("a count"))
     }
 }

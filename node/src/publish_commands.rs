@@ -13,7 +13,7 @@ use dpagg_node::store::{OperatorPublish, PublishError};
 use dpagg_shared::cli::Out;
 use dpagg_shared::data::agreed_map::AgreedMap;
 use dpagg_shared::privacy::data_release::{DataKind, DataSpec};
-use dpagg_shared::privacy::guarantee::PrivacyGuarantee;
+use dpagg_shared::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
 use dpagg_shared::privacy::mechanism::LearnerSpec;
 use dpagg_shared::util::num::{Num, Short, fixed};
 use std::io::Write;
@@ -90,10 +90,9 @@ fn write_outcome(
         Num(g.delta),
         g.relation
     )?;
-    if g.relation == dpagg_shared::privacy::guarantee::NeighbourRelation::AddRemoveOne {
-        // The ledger states everything under replace-one (a replaced row is one removed and
-        // one added), so an add/remove-one release counts twice as much ε (group privacy).
-        let charged = g.as_replace_one();
+    // The ledger states everything under replace-one (a replaced row is one removed and one
+    // added), so an add/remove-one release counts twice as much ε (group privacy).
+    if let Some(charged) = g.restated(NeighbourRelation::ReplaceOne) {
         writeln!(
             out,
             "charged under replace-one, the ledger's relation, as ε = {}, δ = {} (group privacy: a replaced row is one removed and one added)",

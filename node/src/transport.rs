@@ -2,7 +2,8 @@
 //! policy enables it, server reflection) on a listener, with mutual TLS unless the node runs
 //! `--insecure`, within the connection limits of [`crate::limits::Limits`] (caps, handshake and
 //! idle timeouts: [`crate::tls_server`], [`crate::connections`]; HTTP/2 keep-alive, streams per
-//! connection and a call timeout: the tonic server), until a shutdown future resolves.
+//! connection and a call timeout: the tonic server), until a shutdown future resolves. Every
+//! call of the contract is counted and timed by [`crate::timing`], a layer around the server.
 
 use crate::access::{AccessPolicy, Gate};
 use crate::config::Transport;
@@ -10,6 +11,7 @@ use crate::connections::{ActivityLayer, Table};
 use crate::limits::Limits;
 use crate::node::Node;
 use crate::service::NodeService;
+use crate::timing::TimingLayer;
 use crate::tls_server::{incoming, plain, tls_handshake};
 use dpagg_proto::signature::{SignatureError, SigningKey};
 use dpagg_proto::v1::FILE_DESCRIPTOR_SET;
@@ -151,6 +153,7 @@ pub async fn serve(
     }
     let reflect = security.access.reflection;
     let calls = Limits::call_timeout(node.policy.max_training_seconds);
+    let timing = TimingLayer::new(node.metrics.clone());
     let service = NodeService::new(node, Gate::new(security.access), security.signer);
     let table = Table::new(limits);
     let router = tonic::transport::Server::builder()
@@ -160,6 +163,7 @@ pub async fn serve(
         .concurrency_limit_per_connection(limits.max_streams_per_connection as usize)
         .timeout(calls)
         .layer(ActivityLayer::new(table.clone()))
+        .layer(timing)
         .add_service(health)
         .add_optional_service(reflect.then(|| reflection().build_v1()).transpose()?)
         .add_optional_service(reflect.then(|| reflection().build_v1alpha()).transpose()?)

@@ -297,11 +297,12 @@ fn check_policy(p: &PublishedLearner, cx: &Context<'_>) -> Result<(), Violation>
     let stated = p.metadata().guarantee;
     let relation = stated.relation;
     let r = stated.as_replace_one();
+    let restated = stated.restated(NeighbourRelation::ReplaceOne).is_some();
     let note = |v: f64| {
-        if relation == NeighbourRelation::ReplaceOne {
-            String::new()
-        } else {
+        if restated {
             format!(" ({relation}; {v} under replace-one)")
+        } else {
+            String::new()
         }
     };
     if stated.epsilon < MIN_PLAUSIBLE_EPSILON || stated.delta < 0.0 {

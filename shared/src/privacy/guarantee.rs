@@ -56,23 +56,61 @@ impl PrivacyGuarantee {
         }
     }
 
-    /// The same privacy stated under replace-one. An add/remove-one (ε, δ) guarantee applied
-    /// twice (remove the record, add its replacement; group privacy for k = 2) gives
-    /// P[M(D) ∈ S] ≤ e^ε(e^ε P[M(D′) ∈ S] + δ) + δ, i.e. (2ε, (1 + e^ε)δ) under replace-one. The
-    /// converse does not hold in general, so there is no conversion the other way.
-    pub fn as_replace_one(&self) -> PrivacyGuarantee {
-        match self.relation {
-            NeighbourRelation::ReplaceOne => *self,
-            NeighbourRelation::AddRemoveOne => PrivacyGuarantee {
-                epsilon: 2.0 * self.epsilon,
-                delta: if self.delta > 0.0 {
-                    (1.0 + self.epsilon.exp()) * self.delta
-                } else {
-                    0.0
-                },
-                relation: NeighbourRelation::ReplaceOne,
-            },
+    /// The guarantee this one implies between datasets at `distance` under `relation`: its
+    /// privacy map. `None` when this guarantee says nothing there.
+    ///
+    /// - Under its own relation, at distance k: group privacy (Dwork & Roth 2014, Theorem 2.2
+    ///   and the remark after it: (kε, k·e^{(k−1)ε}·δ); Vadhan 2017, Lemma 2.2, states the looser
+    ///   k·e^{kε}·δ). Chaining the (ε, δ) inequality along a path D₀, …, D_k of neighbours gives
+    ///   P[M(D₀) ∈ S] ≤ e^{kε} P[M(D_k) ∈ S] + δ Σ_{i<k} e^{iε}, so (kε, δ Σ_{i<k} e^{iε}),
+    ///   which is what is used here: each term is at most e^{(k−1)ε}, so the sum is within the
+    ///   lemma's k·e^{(k−1)ε}·δ, and at k = 2 it is the (1 + e^ε)δ of two steps, tighter than
+    ///   2e^ε·δ. Distance 1 is the guarantee itself; distance 0 (the same dataset) is (0, 0).
+    /// - Replace-one at distance k from add/remove-one: a replaced record is one removed and one
+    ///   added, so it is add/remove-one at distance 2k; at k = 1, (2ε, (1 + e^ε)δ).
+    /// - Add/remove-one from replace-one: not derivable. Replace-one compares only datasets of
+    ///   one size, so a replace-one mechanism may publish the size exactly: `None`.
+    ///
+    /// A δ of 0 maps to 0 at every distance (pure DP stays pure). A distance whose 2k overflows
+    /// `u32` is `None` too.
+    pub fn map(&self, relation: NeighbourRelation, distance: u32) -> Option<PrivacyGuarantee> {
+        use NeighbourRelation::{AddRemoveOne, ReplaceOne};
+        let steps = match (self.relation, relation) {
+            (ReplaceOne, ReplaceOne) | (AddRemoveOne, AddRemoveOne) => distance,
+            (AddRemoveOne, ReplaceOne) => distance.checked_mul(2)?,
+            (ReplaceOne, AddRemoveOne) => return None,
+        };
+        if steps == 1 {
+            return Some(*self);
         }
+        let chain = geometric_sum(self.epsilon, steps);
+        Some(PrivacyGuarantee {
+            epsilon: f64::from(steps) * self.epsilon,
+            delta: if self.delta > 0.0 {
+                chain * self.delta
+            } else {
+                0.0
+            },
+            relation,
+        })
+    }
+
+    /// The same privacy stated under replace-one, `self.map(ReplaceOne, 1)`: itself when it is
+    /// replace-one, (2ε, (1 + e^ε)δ) when it is add/remove-one. Always defined, unlike the
+    /// converse.
+    pub fn as_replace_one(&self) -> PrivacyGuarantee {
+        self.map(NeighbourRelation::ReplaceOne, 1)
+            .unwrap_or_else(|| unreachable!("every relation maps to replace-one at distance 1"))
+    }
+
+    /// This guarantee restated under `relation` (its [`Self::map`] at distance 1) when it is
+    /// stated under another relation; `None` when it already is under `relation` or says
+    /// nothing there. What a message adds to a guarantee it shows under another relation.
+    pub fn restated(&self, relation: NeighbourRelation) -> Option<PrivacyGuarantee> {
+        if self.relation == relation {
+            return None;
+        }
+        self.map(relation, 1)
     }
 
     /// The add/remove-one guarantee whose [`Self::as_replace_one`] is this one: (ε/2,
@@ -87,6 +125,24 @@ impl PrivacyGuarantee {
             }
         }
     }
+}
+
+/// Σ_{i<k} e^{iε}, the factor of δ in group privacy at distance k ([`PrivacyGuarantee::map`]).
+/// Summed term by term for the distances releases use (the f64 result at k = 2 is exactly
+/// `1.0 + ε.exp()`), in closed form (e^{kε} − 1)/(e^ε − 1) beyond.
+fn geometric_sum(epsilon: f64, k: u32) -> f64 {
+    const SUMMED: u32 = 64;
+    if k == 0 {
+        return 0.0;
+    }
+    if k <= SUMMED {
+        // The first term is e^0 = 1 whatever ε is (an infinite ε included).
+        return (1..k).fold(1.0, |sum, i| sum + (f64::from(i) * epsilon).exp());
+    }
+    if epsilon == 0.0 {
+        return f64::from(k);
+    }
+    (f64::from(k) * epsilon).exp_m1() / epsilon.exp_m1()
 }
 
 /// What a release's privacy proof covers, from strongest to weakest. Every release carries one
@@ -185,5 +241,101 @@ mod tests {
         }
         let g = PrivacyGuarantee::add_remove_one(1.0, 1e-6);
         assert_eq!(g.add_remove_one_within(), g);
+    }
+
+    use NeighbourRelation::{AddRemoveOne, ReplaceOne};
+    use proptest::prelude::*;
+
+    /// The add/remove-one to replace-one conversion as it was written before the map, to the
+    /// bit.
+    fn doubled(g: PrivacyGuarantee) -> PrivacyGuarantee {
+        PrivacyGuarantee::replace_one(
+            2.0 * g.epsilon,
+            if g.delta > 0.0 {
+                (1.0 + g.epsilon.exp()) * g.delta
+            } else {
+                0.0
+            },
+        )
+    }
+
+    fn guarantee() -> impl Strategy<Value = PrivacyGuarantee> {
+        (
+            0.0..20.0f64,
+            prop_oneof![Just(0.0), 1e-12..0.1f64],
+            any::<bool>(),
+        )
+            .prop_map(|(epsilon, delta, replace)| PrivacyGuarantee {
+                epsilon,
+                delta,
+                relation: if replace { ReplaceOne } else { AddRemoveOne },
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn distance_one_under_its_own_relation_is_the_guarantee(g in guarantee()) {
+            prop_assert_eq!(g.map(g.relation, 1), Some(g));
+            prop_assert_eq!(g.restated(g.relation), None);
+        }
+
+        #[test]
+        fn add_remove_one_maps_to_replace_one_as_group_privacy_of_two(g in guarantee()) {
+            let g = PrivacyGuarantee { relation: AddRemoveOne, ..g };
+            let r = g.map(ReplaceOne, 1).expect("always derivable");
+            prop_assert_eq!(r.epsilon.to_bits(), doubled(g).epsilon.to_bits());
+            prop_assert_eq!(r.delta.to_bits(), doubled(g).delta.to_bits());
+            prop_assert_eq!(r.relation, ReplaceOne);
+            prop_assert_eq!(g.as_replace_one(), r);
+            prop_assert_eq!(g.restated(ReplaceOne), Some(r));
+            prop_assert_eq!(g.map(AddRemoveOne, 2).map(|a| (a.epsilon, a.delta)), Some((r.epsilon, r.delta)));
+        }
+
+        #[test]
+        fn distances_compose_monotonically(g in guarantee(), k in 1u32..200, to_replace in any::<bool>()) {
+            let to = if to_replace { ReplaceOne } else { g.relation };
+            let near = g.map(to, k).expect("derivable");
+            let far = g.map(to, k + 1).expect("derivable");
+            prop_assert!(far.epsilon >= near.epsilon && far.delta >= near.delta, "{near:?} {far:?}");
+            prop_assert!((near.epsilon - f64::from(k) * g.map(to, 1).expect("derivable").epsilon).abs() <= 1e-12 * near.epsilon.max(1.0));
+            // The chained δ is within the lemma's k·e^{(k−1)ε}·δ.
+            let steps = if to == g.relation { k } else { 2 * k };
+            if g.delta > 0.0 {
+                let lemma = f64::from(steps) * (f64::from(steps - 1) * g.epsilon).exp() * g.delta;
+                prop_assert!(near.delta <= lemma * (1.0 + 1e-12), "{} > {lemma}", near.delta);
+            } else {
+                prop_assert_eq!(near.delta, 0.0);
+            }
+        }
+
+        #[test]
+        fn replace_one_says_nothing_under_add_remove_one(g in guarantee(), k in 0u32..100) {
+            let g = PrivacyGuarantee { relation: ReplaceOne, ..g };
+            prop_assert_eq!(g.map(AddRemoveOne, k), None);
+            prop_assert_eq!(g.restated(AddRemoveOne), None);
+        }
+    }
+
+    #[test]
+    fn group_privacy_at_known_points() {
+        let g = PrivacyGuarantee::add_remove_one(1.0, 1e-6);
+        let same = g.map(AddRemoveOne, 0).expect("derivable");
+        assert_eq!((same.epsilon, same.delta), (0.0, 0.0), "the same dataset");
+        let three = g.map(AddRemoveOne, 3).expect("derivable");
+        let e = 1f64.exp();
+        assert_eq!(three.epsilon, 3.0);
+        assert!((three.delta - (1.0 + e + e * e) * 1e-6).abs() <= 1e-20);
+        let two = g.map(ReplaceOne, 2).expect("derivable");
+        assert_eq!((two.epsilon, two.relation), (4.0, ReplaceOne));
+        assert!((two.delta - (1.0 + e + e * e + e * e * e) * 1e-6).abs() <= 1e-20);
+        assert_eq!(
+            g.map(ReplaceOne, u32::MAX),
+            None,
+            "2k overflows the distance"
+        );
+        // Beyond the summed distances the closed form continues the sum.
+        let (at_64, at_65) = (geometric_sum(0.01, 64), geometric_sum(0.01, 65));
+        assert!((at_65 - at_64 - 0.64f64.exp()).abs() <= 1e-12 * at_65);
+        assert_eq!(geometric_sum(0.0, 1000), 1000.0);
     }
 }

@@ -103,16 +103,17 @@ fn exhausted_message(r: &Refusal) -> String {
         format!("{name} would reach {} of {}", Short(after), Short(total))
     })
     .collect();
-    let relation = if g.relation == NeighbourRelation::AddRemoveOne {
-        let charged = g.as_replace_one();
-        format!(
-            ", add/remove-one: charged as ({}, {}) under replace-one",
-            Short(charged.epsilon),
-            Short(charged.delta)
-        )
-    } else {
-        String::new()
-    };
+    let relation = g
+        .restated(NeighbourRelation::ReplaceOne)
+        .map(|charged| {
+            format!(
+                ", {}: charged as ({}, {}) under replace-one",
+                g.relation,
+                Short(charged.epsilon),
+                Short(charged.delta)
+            )
+        })
+        .unwrap_or_default();
     format!(
         "privacy budget exhausted ({}): this release (ε = {}, δ = {}{relation}) is refused; {}; remaining ε = {}, δ = {}",
         limits
