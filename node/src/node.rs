@@ -247,8 +247,7 @@ impl Node {
     /// and the unproven ones only if the policy allows them (the policy decides what each may
     /// cost).
     pub fn data_kinds(&self) -> Vec<String> {
-        DataKind::ALL
-            .into_iter()
+        DataKind::all()
             .filter(|k| self.policy.allow_unproven || k.is_proven())
             .map(|k| k.name().to_owned())
             .collect()

@@ -22,6 +22,8 @@
 //! - [`private_normalisation`]: ball-map centres and scales pooled from the organisations'
 //!   private moments ([`statistics::moments`]) instead of declared constants (and what that
 //!   costs in ε).
+//! - [`registry`]: what the registries of mechanisms and data kinds share — typed options
+//!   and the generated tables of `docs/mechanisms.md`.
 //! - [`data_release`]: the data releases a node makes besides learners (statistics, synthetic
 //!   data) as one spec type, calibrated from public quantities before any record is read.
 
@@ -33,6 +35,7 @@ pub mod guarantee;
 pub mod mechanism;
 pub mod noise;
 pub mod private_normalisation;
+pub mod registry;
 pub mod release;
 pub mod snapping;
 pub mod statistics;

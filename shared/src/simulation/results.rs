@@ -24,8 +24,8 @@ pub const PAPER: Candidate = Candidate::MirrorAveraging;
 
 /// The column `c` is written as.
 fn column(c: Candidate) -> &'static str {
-    c.combiner()
-        .simulated()
+    c.registration()
+        .simulated
         .map_or_else(|| c.name(), |s| s.column)
 }
 

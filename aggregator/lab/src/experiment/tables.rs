@@ -255,7 +255,7 @@ pub(super) fn learners_line(c: &Cell) -> Vec<String> {
         c.n.to_string(),
         l.label.to_owned(),
         delta(l.delta),
-        l.neighbours.to_owned(),
+        l.neighbours(),
         eps(c.epsilon),
         format!("{:.6}", c.lambda),
         c.trials.to_string(),

@@ -253,7 +253,7 @@ pub fn describe(spec: &DataSpec) -> String {
         .kind
         .options()
         .iter()
-        .map(|(name, _)| format!("{name} = {}", spec.option(name)))
+        .map(|o| format!("{} = {}", o.name, spec.option(o.name)))
         .collect();
     format!(
         "{} (ε = {}, δ = {}; {})",

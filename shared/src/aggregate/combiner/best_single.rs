@@ -2,43 +2,30 @@
 //! logistic risk on the own rows it is fitted on (chosen without the test rows). A comparator,
 //! reported but never chosen.
 
-use super::{Combined, Combiner, Inputs, Simulated};
+use super::{Combined, Combiner, Inputs, Registration, Simulated};
 use crate::aggregate::{best_single, best_single_from_table};
 use crate::aggregate::select::SelectError;
 use rand::rngs::ChaCha20Rng;
 
 /// The registry's entry.
-pub const REGISTERED: &dyn Combiner = &BestSingle;
+pub const REGISTERED: &[Registration] = &[Registration {
+    name: "best-single",
+    definition: "the one organisation's learner with the smallest logistic loss on the own training rows",
+    label: "best single learner",
+    report_key: Some("best_single_accuracy"),
+    simulated: Some(Simulated {
+        column: "best_single_accuracy",
+        table_name: "best-single",
+        purpose: 8,
+    }),
+    combiner: &BestSingle,
+}];
 
 /// argmin_m Σ_i ℓ(⟨θ_m, x_i⟩, y_i) (first on ties); without experts, the local model.
 #[derive(Debug, Clone, Copy)]
 pub struct BestSingle;
 
 impl Combiner for BestSingle {
-    fn name(&self) -> &'static str {
-        "best-single"
-    }
-
-    fn definition(&self) -> &'static str {
-        "the one organisation's learner with the smallest logistic loss on the own training rows"
-    }
-
-    fn label(&self) -> &'static str {
-        "best single learner"
-    }
-
-    fn report_key(&self) -> Option<&'static str> {
-        Some("best_single_accuracy")
-    }
-
-    fn simulated(&self) -> Option<Simulated> {
-        Some(Simulated {
-            column: "best_single_accuracy",
-            table_name: "best-single",
-            purpose: 8,
-        })
-    }
-
     fn selectable(&self) -> bool {
         false
     }

@@ -6,42 +6,29 @@
 //! simulation's `runs.csv` and `summary.json` (shown by the tests of [`crate::simulation`], the
 //! layer above) — no struct gains a field.
 
-use super::{Combined, Combiner, Inputs, Simulated};
+use super::{Combined, Combiner, Inputs, Registration, Simulated};
 use crate::aggregate::select::SelectError;
 use crate::learn::classifier::LinearClassifier;
 use rand::rngs::ChaCha20Rng;
 
 /// The registry's entry.
-pub const REGISTERED: &dyn Combiner = &Zero;
+pub const REGISTERED: &[Registration] = &[Registration {
+    name: "example-zero",
+    definition: "tests only: θ = 0",
+    label: "example: θ = 0",
+    report_key: Some("example_zero_accuracy"),
+    simulated: Some(Simulated {
+        column: "example_zero_accuracy",
+        table_name: "example-zero",
+        purpose: 9,
+    }),
+    combiner: &Zero,
+}];
 
 /// θ = 0.
 struct Zero;
 
 impl Combiner for Zero {
-    fn name(&self) -> &'static str {
-        "example-zero"
-    }
-
-    fn definition(&self) -> &'static str {
-        "tests only: θ = 0"
-    }
-
-    fn label(&self) -> &'static str {
-        "example: θ = 0"
-    }
-
-    fn report_key(&self) -> Option<&'static str> {
-        Some("example_zero_accuracy")
-    }
-
-    fn simulated(&self) -> Option<Simulated> {
-        Some(Simulated {
-            column: "example_zero_accuracy",
-            table_name: "example-zero",
-            purpose: 9,
-        })
-    }
-
     fn fit(
         &self,
         inputs: &Inputs<'_>,

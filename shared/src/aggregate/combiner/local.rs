@@ -2,12 +2,19 @@
 //! stratified k-fold cross-validation over [`super::super::select::lambda_grid`] — what an
 //! organisation has without anyone else, the baseline every other candidate must beat.
 
-use super::{Combined, Combiner, Inputs, Tuning};
+use super::{Combined, Combiner, Inputs, Registration, Tuning};
 use crate::aggregate::select::SelectError;
 use rand::rngs::ChaCha20Rng;
 
 /// The registry's entry.
-pub const REGISTERED: &dyn Combiner = &Local;
+pub const REGISTERED: &[Registration] = &[Registration {
+    name: "local",
+    definition: "the local baseline: a non-private logistic regression on the own training rows, λ tuned by cross-validation",
+    label: "local baseline (tuned, own data only)",
+    report_key: Some("local_baseline_accuracy"),
+    simulated: None,
+    combiner: &Local,
+}];
 
 /// The own tuned logistic regression ([`Inputs::own`], fitted by the selection at the λ its
 /// [`Combiner::tune`] returns).
@@ -15,22 +22,6 @@ pub const REGISTERED: &dyn Combiner = &Local;
 pub struct Local;
 
 impl Combiner for Local {
-    fn name(&self) -> &'static str {
-        "local"
-    }
-
-    fn definition(&self) -> &'static str {
-        "the local baseline: a non-private logistic regression on the own training rows, λ tuned by cross-validation"
-    }
-
-    fn label(&self) -> &'static str {
-        "local baseline (tuned, own data only)"
-    }
-
-    fn report_key(&self) -> Option<&'static str> {
-        Some("local_baseline_accuracy")
-    }
-
     fn tune(&self, tuning: &Tuning<'_>) -> Result<Option<f64>, SelectError> {
         Ok(Some(tuning.local_lambda))
     }

@@ -13,7 +13,7 @@
 //! the own model cannot be refitted, and the own expert is scored in-sample, as the paper's
 //! protocol does: those columns of `experiment paper` are unchanged.
 
-use super::{Combined, Combiner, Inputs, Simulated, Tuning};
+use super::{Combined, Combiner, Inputs, Registration, Simulated, Tuning};
 use crate::aggregate::MirrorAveraging;
 use crate::aggregate::comparators::combine;
 use crate::aggregate::select::{SelectError, complement, fit_on_path, stratified_folds};
@@ -24,7 +24,18 @@ use rand::rngs::ChaCha20Rng;
 use rand::seq::SliceRandom;
 
 /// The registry's entry.
-pub const REGISTERED: &dyn Combiner = &MirrorWithOwn;
+pub const REGISTERED: &[Registration] = &[Registration {
+    name: "mirror-averaging+own",
+    definition: "the same with the local model as one more expert, weighted by its cross-fitted losses (each row scored by a fit that did not see it)",
+    label: "mirror averaging + own learner",
+    report_key: Some("with_own_learner_accuracy"),
+    simulated: Some(Simulated {
+        column: "with_own_accuracy",
+        table_name: "mirror-averaging-with-own",
+        purpose: 5,
+    }),
+    combiner: &MirrorWithOwn,
+}];
 
 /// Folds of the own model's cross-fitting.
 pub const CROSS_FOLDS: usize = 5;
@@ -34,32 +45,8 @@ pub const CROSS_FOLDS: usize = 5;
 pub struct MirrorWithOwn;
 
 impl Combiner for MirrorWithOwn {
-    fn name(&self) -> &'static str {
-        "mirror-averaging+own"
-    }
-
-    fn definition(&self) -> &'static str {
-        "the same with the local model as one more expert, weighted by its cross-fitted losses (each row scored by a fit that did not see it)"
-    }
-
     fn tune(&self, tuning: &Tuning<'_>) -> Result<Option<f64>, SelectError> {
         Ok(Some(tuning.local_lambda))
-    }
-
-    fn label(&self) -> &'static str {
-        "mirror averaging + own learner"
-    }
-
-    fn report_key(&self) -> Option<&'static str> {
-        Some("with_own_learner_accuracy")
-    }
-
-    fn simulated(&self) -> Option<Simulated> {
-        Some(Simulated {
-            column: "with_own_accuracy",
-            table_name: "mirror-averaging-with-own",
-            purpose: 5,
-        })
     }
 
     fn fit(

@@ -9,11 +9,12 @@
 //! combiner in every fold and chooses among them; the others (the comparators: the uniform
 //! average and the best single learner) are fitted and reported only.
 //!
-//! **A new combiner** is one file here implementing [`Combiner`] (name, definition, `fit`, and
-//! `tune` if it has a hyper-parameter; `label`, `report_key` and `simulated` to appear in the
-//! report's accuracies and the simulation's columns) and one line in `combiners!`. The report,
-//! the simulation and the experiments iterate over the registry: no struct has a field per
-//! combiner.
+//! **A new combiner** is one file here declaring `pub const REGISTERED: &[Registration]` —
+//! const metadata: its name, definition, and `label`, `report_key` and `simulated` to appear in
+//! the report's accuracies and the simulation's columns — and implementing the behaviour,
+//! [`Combiner`] (`fit`, `tune` if it has a hyper-parameter, `selectable`), plus one line in
+//! `combiners!`; `example.rs` (tests only) is such a combiner. The report, the simulation and
+//! the experiments iterate over the registry: no struct has a field per combiner.
 //!
 //! Privacy: every combiner is a function of released learners and the aggregator's own rows,
 //! so it keeps every other organisation's guarantee (Minami et al. 2015, Proposition 4.1); none is
@@ -32,13 +33,13 @@ mod values;
 
 pub use values::{Accuracies, PerCombiner};
 
-/// Declares the combiner files and the registry: each file's `REGISTERED` combiner, in order.
+/// Declares the combiner files and the registry: each file's `REGISTERED` entries, in order.
 macro_rules! combiners {
     ($( $(#[$meta:meta])* $vis:vis mod $file:ident; )*) => {
         $( $(#[$meta])* $vis mod $file; )*
 
         /// The registry: every combiner, in the order of selections and reports.
-        const REGISTRY: &[&dyn Combiner] = &[ $( $(#[$meta])* $file::REGISTERED, )* ];
+        const REGISTRY: &[&[Registration]] = &[ $( $(#[$meta])* $file::REGISTERED, )* ];
     };
 }
 
@@ -181,25 +182,28 @@ impl Simulated {
     }
 }
 
-/// A way to combine the others' learners and the own rows into one linear classifier.
-pub trait Combiner: Sync {
+/// A combiner as the registry knows it: what reports, figures and file formats call it, and
+/// its behaviour.
+#[derive(Clone, Copy)]
+pub struct Registration {
     /// The name used in reports and `model.json`.
-    fn name(&self) -> &'static str;
+    pub name: &'static str,
     /// What it is, one sentence without the final full stop (the report lists it).
-    fn definition(&self) -> &'static str;
+    pub definition: &'static str,
     /// How the report's summary of accuracies and the figures' legends call it.
-    fn label(&self) -> &'static str {
-        self.name()
-    }
+    pub label: &'static str,
     /// The key of its test accuracy in `report.json` (`None`: it appears in the candidate table
     /// only).
-    fn report_key(&self) -> Option<&'static str> {
-        None
-    }
+    pub report_key: Option<&'static str>,
     /// Its column in the simulation (`None`: not simulated).
-    fn simulated(&self) -> Option<Simulated> {
-        None
-    }
+    pub simulated: Option<Simulated>,
+    /// Its behaviour.
+    pub combiner: &'static dyn Combiner,
+}
+
+/// A way to combine the others' learners and the own rows into one linear classifier: the
+/// behaviour beside a combiner's [`Registration`].
+pub trait Combiner: Sync {
     /// Whether the selection may choose it as the final model (the comparators may not).
     fn selectable(&self) -> bool {
         true
@@ -225,65 +229,70 @@ pub trait Combiner: Sync {
 /// The associated constants name the combiners the aggregator's code refers to; they keep the
 /// names the former enum's variants had.
 #[derive(Clone, Copy)]
-pub struct Candidate(&'static dyn Combiner);
+pub struct Candidate(&'static Registration);
 
 #[allow(non_upper_case_globals)]
 impl Candidate {
     /// [`local`]: the aggregator's own tuned logistic regression.
-    pub const Local: Self = Self(local::REGISTERED);
+    pub const Local: Self = Self(&local::REGISTERED[0]);
     /// [`mirror_averaging`]: eq. 17 over the others' learners.
-    pub const MirrorAveraging: Self = Self(mirror_averaging::REGISTERED);
+    pub const MirrorAveraging: Self = Self(&mirror_averaging::REGISTERED[0]);
     /// [`mirror_with_own`]: eq. 17 with the local model as one more expert.
-    pub const MirrorWithOwn: Self = Self(mirror_with_own::REGISTERED);
+    pub const MirrorWithOwn: Self = Self(&mirror_with_own::REGISTERED[0]);
     /// [`stacking`]: on the own features and the experts' normalised margins.
-    pub const Stacking: Self = Self(stacking::REGISTERED);
+    pub const Stacking: Self = Self(&stacking::REGISTERED[0]);
     /// [`stacking_margins`]: on the experts' normalised margins only.
-    pub const StackingMargins: Self = Self(stacking_margins::REGISTERED);
+    pub const StackingMargins: Self = Self(&stacking_margins::REGISTERED[0]);
     /// [`uniform_average`]: (1/M) Σ θ_m (a comparator).
-    pub const UniformAverage: Self = Self(uniform_average::REGISTERED);
+    pub const UniformAverage: Self = Self(&uniform_average::REGISTERED[0]);
     /// [`best_single`]: the learner with the smallest risk on the own rows (a comparator).
-    pub const BestSingle: Self = Self(best_single::REGISTERED);
+    pub const BestSingle: Self = Self(&best_single::REGISTERED[0]);
 }
 
 impl Candidate {
     /// Every registered combiner, in registry order (the local model first).
     pub fn registered() -> impl Iterator<Item = Candidate> {
-        REGISTRY.iter().map(|c| Candidate(*c))
+        REGISTRY.iter().flat_map(|g| g.iter()).map(Candidate)
     }
 
     /// The combiners the selection chooses among, local first.
     pub fn all() -> impl Iterator<Item = Candidate> {
-        Self::registered().filter(|c| c.0.selectable())
+        Self::registered().filter(|c| c.0.combiner.selectable())
     }
 
     /// The comparators: fitted and reported, never chosen.
     pub fn comparators() -> impl Iterator<Item = Candidate> {
-        Self::registered().filter(|c| !c.0.selectable())
+        Self::registered().filter(|c| !c.0.combiner.selectable())
     }
 
     /// The name used in reports and `model.json`.
     pub fn name(self) -> &'static str {
-        self.0.name()
+        self.0.name
     }
 
     /// What it is (one sentence, no final full stop).
     pub fn definition(self) -> &'static str {
-        self.0.definition()
+        self.0.definition
     }
 
-    /// The combiner.
-    pub fn combiner(self) -> &'static dyn Combiner {
+    /// Its registration (names, definition, file-format names).
+    pub fn registration(self) -> &'static Registration {
         self.0
+    }
+
+    /// Its behaviour.
+    pub fn combiner(self) -> &'static dyn Combiner {
+        self.0.combiner
     }
 
     /// How reports and figures call it.
     pub fn label(self) -> &'static str {
-        self.0.label()
+        self.0.label
     }
 
     /// Its key in `report.json`, if it has one.
     pub fn report_key(self) -> Option<&'static str> {
-        self.0.report_key()
+        self.0.report_key
     }
 
     /// Every combiner with a key in `report.json`: the selectable ones, then the comparators,
@@ -296,7 +305,7 @@ impl Candidate {
 
     /// Every simulated combiner with its column, in registry order.
     pub fn simulated() -> impl Iterator<Item = (Candidate, Simulated)> {
-        Self::registered().filter_map(|c| c.0.simulated().map(|s| (c, s)))
+        Self::registered().filter_map(|c| c.0.simulated.map(|s| (c, s)))
     }
 }
 

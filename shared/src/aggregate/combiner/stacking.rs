@@ -6,7 +6,7 @@
 //! is chosen once by cross-validation on the stacked training rows. The helpers here are
 //! shared with [`super::stacking_margins`].
 
-use super::{Combined, Combiner, Inputs, Tuning};
+use super::{Combined, Combiner, Inputs, Registration, Tuning};
 use crate::aggregate::select::{SelectError, cv_lambda, fit_on_path};
 use crate::data::dataset::{Dataset, dot};
 use crate::learn::classifier::LinearClassifier;
@@ -14,29 +14,20 @@ use crate::learn::solver::SolverError;
 use rand::rngs::ChaCha20Rng;
 
 /// The registry's entry.
-pub const REGISTERED: &dyn Combiner = &Stacking;
+pub const REGISTERED: &[Registration] = &[Registration {
+    name: "stacking",
+    definition: "a regularised logistic regression on the own features and the learners' normalised margins ⟨θ_m/‖θ_m‖, x⟩ (a noisy learner with a large norm cannot dominate)",
+    label: "stacking",
+    report_key: Some("stacking_accuracy"),
+    simulated: None,
+    combiner: &Stacking,
+}];
 
 /// Stacking on the own features and the experts' normalised margins.
 #[derive(Debug, Clone, Copy)]
 pub struct Stacking;
 
 impl Combiner for Stacking {
-    fn name(&self) -> &'static str {
-        "stacking"
-    }
-
-    fn definition(&self) -> &'static str {
-        "a regularised logistic regression on the own features and the learners' normalised margins ⟨θ_m/‖θ_m‖, x⟩ (a noisy learner with a large norm cannot dominate)"
-    }
-
-    fn label(&self) -> &'static str {
-        "stacking"
-    }
-
-    fn report_key(&self) -> Option<&'static str> {
-        Some("stacking_accuracy")
-    }
-
     fn tune(&self, tuning: &Tuning<'_>) -> Result<Option<f64>, SelectError> {
         stacker_lambda(tuning, true)
     }

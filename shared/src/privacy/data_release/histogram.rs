@@ -1,36 +1,37 @@
 //! `histogram`: per-feature, per-class counts over public bins by snapped Laplace
 //! ([`crate::privacy::statistics::histogram`]).
 
-use super::{
-    DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError, DataSpec,
-    FeatureHistogram, Public,
-};
+use super::{DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError, DataSpec, DocRow, FeatureHistogram, OptionSpec, OptionType, Public, Registration};
 use crate::privacy::guarantee::PrivacyGuarantee;
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::statistics::histogram::{HistogramParams, HistogramPlan};
 
-/// The kind.
-pub(super) const KIND: DataKind = DataKind(&Histogram);
+/// The registry's entry.
+pub(super) const REGISTERED: &[Registration] = &[
+    Registration {
+        name: "histogram",
+        reference: "Laplace mechanism on histograms, GS_hist = 2 per histogram (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slide 18), snapped (Mironov 2012 Thm 1)",
+        options: &[OptionSpec {
+        name: "bins",
+        default: 10.0,
+        range: OptionType::Whole { low: 1, high: 1000 },
+        help: "equal-width public bins of each feature's [lo, hi]",
+    }],
+        pure: true,
+        computes_epsilon: false,
+        proven: true,
+        doc: Some(DocRow {
+            what: "per feature and class, counts over `bins` public bins of [lo, hi]",
+            guarantee: "ε-DP, snapped Laplace",
+            options_note: "",
+        }),
+        mechanism: &Histogram,
+    },
+];
 
 struct Histogram;
 
 impl DataMechanism for Histogram {
-    fn name(&self) -> &'static str {
-        "histogram"
-    }
-
-    fn reference(&self) -> &'static str {
-        "Laplace mechanism on histograms, GS_hist = 2 per histogram (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slide 18), snapped (Mironov 2012 Thm 1)"
-    }
-
-    fn options(&self) -> &'static [(&'static str, f64)] {
-        &[("bins", 10.0)]
-    }
-
-    fn pure(&self) -> bool {
-        true
-    }
-
     fn plan(
         &self,
         spec: &DataSpec,

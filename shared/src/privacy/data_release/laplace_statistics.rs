@@ -1,33 +1,33 @@
 //! `laplace-statistics`: per-class counts, sums and means of raw values by the Laplace mechanism
 //! with global sensitivity, snapped ([`crate::privacy::statistics::class_sums`]).
 
-use super::{
-    ClassStatistics, DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError,
-    DataSpec, Public,
-};
+use super::{ClassStatistics, DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError, DataSpec, DocRow, Public, Registration};
 use crate::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::statistics::class_sums::{Class, ClassSumsParams, ClassSumsPlan};
 use crate::privacy::statistics::moments::ClassMoments;
 
-/// The kind.
-pub(super) const KIND: DataKind = DataKind(&LaplaceStatistics);
+/// The registry's entry.
+pub(super) const REGISTERED: &[Registration] = &[
+    Registration {
+        name: "laplace-statistics",
+        reference: "Laplace mechanism with global sensitivity (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slides 15-19; Dwork et al. 2006), snapped (Mironov 2012 Thm 1)",
+        options: &[],
+        pure: true,
+        computes_epsilon: false,
+        proven: true,
+        doc: Some(DocRow {
+            what: "per class: count, per-feature sums and means",
+            guarantee: "ε-DP, snapped Laplace (Kashima's notes, slides 15–19)",
+            options_note: "",
+        }),
+        mechanism: &LaplaceStatistics,
+    },
+];
 
 struct LaplaceStatistics;
 
 impl DataMechanism for LaplaceStatistics {
-    fn name(&self) -> &'static str {
-        "laplace-statistics"
-    }
-
-    fn reference(&self) -> &'static str {
-        "Laplace mechanism with global sensitivity (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slides 15-19; Dwork et al. 2006), snapped (Mironov 2012 Thm 1)"
-    }
-
-    fn pure(&self) -> bool {
-        true
-    }
-
     fn plan(
         &self,
         spec: &DataSpec,

@@ -2,9 +2,12 @@
 //! 002) and private synthetic data (Miura et al. 2022) — as one spec type, one calibration step and
 //! one template, so node, wire and lab name them the same way.
 //!
-//! **The template, as for learners.** Every data kind is one file beside this one implementing
-//! [`DataMechanism`]: it states its wire name, reference, options and whether it is ε-DP, and
-//! [`DataMechanism::plan`]s a release from its [`DataSpec`] and public quantities only (the
+//! **The template, as for learners.** Every data kind is one file beside this one declaring
+//! `pub(super) const REGISTERED: &[Registration]` — const metadata: its wire name, reference,
+//! typed options ([`OptionSpec`]: name, default, range, meaning; checked by [`DataSpec::check`]
+//! before anything is computed), whether it is ε-DP, computes its ε or is proven, and its row of
+//! `docs/mechanisms.md` ([`docs_table`]) — and implementing the behaviour, [`DataMechanism`]:
+//! it [`DataMechanism::plan`]s a release from its [`DataSpec`] and public quantities only (the
 //! schema's bounds, the number of rows n — public under replace-one, which every release
 //! publishes — and the dimension). The [`PlannedData`] carries its guarantee and, where the
 //! mechanism has one, its RDP curve, so a node checks its policy and records the charge *before*
@@ -13,8 +16,9 @@
 //! [`crate::privacy::statistics`] or [`crate::privacy::synthetic`], which states its paper,
 //! equation, sensitivity and neighbour relation; the kind files only map options to them.
 //!
-//! **Adding a data kind:** one file here implementing [`DataMechanism`] (with its `KIND`
-//! constant), and one line in [`DataKind::ALL`]. Node, wire and aggregator take it from there.
+//! **Adding a data kind:** one file here (its `REGISTERED` entry and its [`DataMechanism`]), and
+//! one line in the `data_kinds!` block below. Node, wire and aggregator take it from there;
+//! `example.rs` (tests only) is such a kind.
 //!
 //! **Neighbour relation.** Every kind is stated under replace-one with n public (the node's
 //! budget relation; n is in every release).
@@ -27,15 +31,33 @@
 //! quantities (a bad option, too many rows asked for) — refunded by the node — from failures
 //! after the data was read (a propose-test-release test that failed), whose charge stands.
 
-mod histogram;
-mod laplace_statistics;
-mod moments;
-mod mvn_synthetic;
-mod mvn_synthetic_gaussian;
 mod payload;
-mod sample_aggregate;
-mod smooth_median;
 mod spec;
+
+/// Declares the kind files and the registry: each file's `REGISTERED` entries, in order.
+macro_rules! data_kinds {
+    ($( $(#[$meta:meta])* mod $file:ident; )*) => {
+        $( $(#[$meta])* mod $file; )*
+
+        /// The registry: every data kind, one line per file in the `data_kinds!` block below,
+        /// in the order nodes list them ([`DataKind::all`]).
+        const REGISTRY: &[&[Registration]] = &[ $( $(#[$meta])* $file::REGISTERED, )* ];
+    };
+}
+
+// The registry. A new data kind is one file (its `REGISTERED` entry and its `DataMechanism`) and
+// one line here.
+data_kinds! {
+    mod laplace_statistics;
+    mod moments;
+    mod histogram;
+    mod smooth_median;
+    mod sample_aggregate;
+    mod mvn_synthetic;
+    mod mvn_synthetic_gaussian;
+    #[cfg(test)]
+    mod example;
+}
 
 pub use payload::{ClassStatistics, DataPayload, FeatureHistogram, PublishedData};
 pub use spec::DataSpec;
@@ -45,38 +67,42 @@ use crate::data::schema::FeatureSpec;
 use crate::privacy::accounting::RdpCurve;
 use crate::privacy::guarantee::PrivacyGuarantee;
 use crate::privacy::noise::NoiseSource;
+pub use crate::privacy::registry::{DocRow, OptionSpec, OptionType};
+use crate::privacy::registry::{markdown_table, options_cell};
 use std::sync::Arc;
 
 /// Most synthetic values (rows × (d + 1)) one release may carry: 16 MB of f64.
 pub const MAX_SYNTHETIC_VALUES: usize = 2_000_000;
 
-/// What a data kind is: its name, reference and options, and how it calibrates a release from
-/// public quantities (the template every kind file implements).
-pub trait DataMechanism: Sync {
-    /// The wire name.
-    fn name(&self) -> &'static str;
-    /// The paper, section and equation the kind implements.
-    fn reference(&self) -> &'static str;
-    /// The options the kind takes, with their defaults.
-    fn options(&self) -> &'static [(&'static str, f64)] {
-        &[]
-    }
+/// A data kind as the registry knows it: what users name, what it takes and how it calibrates.
+#[derive(Clone, Copy)]
+pub struct Registration {
+    /// The wire name (`publish-data --kind`, `DataSpec.kind`).
+    pub name: &'static str,
+    /// The paper, section and equation the kind implements (recorded in every release).
+    pub reference: &'static str,
+    /// The options it takes, with their defaults and ranges.
+    pub options: &'static [OptionSpec],
     /// Whether the kind is ε-DP (δ must be 0); otherwise 0 < δ < 1.
-    fn pure(&self) -> bool {
-        false
-    }
+    pub pure: bool,
     /// Whether the kind computes its ε (the spec then sends ε = 0).
-    fn computes_epsilon(&self) -> bool {
-        false
-    }
+    pub computes_epsilon: bool,
     /// Whether its guarantee is proven for the sampler as run, floating point included. An
     /// unproven kind is refused by nodes and aggregators unless their policy sets
     /// `allow_unproven` (as unproven learners are).
-    fn is_proven(&self) -> bool {
-        true
-    }
-    /// Calibrates a release of `spec` (checked: option names, ranges of ε and δ) from public
-    /// quantities only. Refusals are data-independent.
+    pub proven: bool,
+    /// Its row of `docs/mechanisms.md` ([`docs_table`]; the options column is generated from
+    /// `options`); `None` only for the test-only example.
+    pub doc: Option<DocRow>,
+    /// Its behaviour: how it calibrates a release.
+    pub mechanism: &'static dyn DataMechanism,
+}
+
+/// What a data kind does: calibrate a release from public quantities (the behaviour every kind
+/// file implements beside its [`Registration`]).
+pub trait DataMechanism: Sync {
+    /// Calibrates a release of `spec` (checked: option names and ranges, ranges of ε and δ)
+    /// from public quantities only. Refusals are data-independent.
     fn plan(
         &self,
         spec: &DataSpec,
@@ -114,67 +140,87 @@ pub struct Public<'a> {
     pub dim: usize,
 }
 
-/// A kind of data release a node offers: one of [`DataKind::ALL`].
+/// A kind of data release a node offers: a handle on one [`Registration`] of the registry.
+/// Equal when the names are.
+///
+/// The associated constants name the kinds code refers to.
 #[derive(Clone, Copy)]
-pub struct DataKind(&'static dyn DataMechanism);
+pub struct DataKind(&'static Registration);
 
 impl DataKind {
-    /// Every kind, in the order nodes list them: the registry (one line per kind file).
-    pub const ALL: [DataKind; 8] = [
-        laplace_statistics::KIND,
-        moments::LAPLACE,
-        moments::GAUSSIAN,
-        histogram::KIND,
-        smooth_median::KIND,
-        sample_aggregate::KIND,
-        mvn_synthetic::KIND,
-        mvn_synthetic_gaussian::KIND,
-    ];
     /// Per-class counts, sums and means by snapped Laplace.
-    pub const LAPLACE_STATISTICS: DataKind = laplace_statistics::KIND;
+    pub const LAPLACE_STATISTICS: DataKind = DataKind(&laplace_statistics::REGISTERED[0]);
     /// Per-feature, per-class histograms over public bins.
-    pub const HISTOGRAM: DataKind = histogram::KIND;
+    pub const HISTOGRAM: DataKind = DataKind(&histogram::REGISTERED[0]);
     /// Per-class moments by the Gaussian mechanism.
-    pub const MOMENTS_GAUSSIAN: DataKind = moments::GAUSSIAN;
+    pub const MOMENTS_GAUSSIAN: DataKind = DataKind(&moments::REGISTERED[1]);
     /// Miura et al.'s (2022) MVN synthetic rows, no added noise.
-    pub const MVN_SYNTHETIC: DataKind = mvn_synthetic::KIND;
+    pub const MVN_SYNTHETIC: DataKind = DataKind(&mvn_synthetic::REGISTERED[0]);
     /// MVN synthetic rows from a Gaussian-perturbed mean and covariance.
-    pub const MVN_SYNTHETIC_GAUSSIAN: DataKind = mvn_synthetic_gaussian::KIND;
+    pub const MVN_SYNTHETIC_GAUSSIAN: DataKind = DataKind(&mvn_synthetic_gaussian::REGISTERED[0]);
+
+    /// Every kind, in the order nodes list them: the registry's.
+    pub fn all() -> impl Iterator<Item = DataKind> {
+        REGISTRY.iter().flat_map(|g| g.iter()).map(DataKind)
+    }
 
     /// The wire name.
     pub fn name(self) -> &'static str {
-        self.0.name()
+        self.0.name
     }
 
     /// The kind of a wire name.
     pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.name() == name)
+        Self::all().find(|k| k.name() == name)
     }
 
-    /// Every wire name, in [`DataKind::ALL`]'s order.
+    /// Every wire name, in the registry's order.
     pub fn names() -> Vec<&'static str> {
-        Self::ALL.iter().map(|k| k.name()).collect()
+        Self::all().map(Self::name).collect()
     }
 
-    /// The options the kind takes, with their defaults.
-    pub fn options(self) -> &'static [(&'static str, f64)] {
-        self.0.options()
+    /// The options the kind takes, with their defaults and ranges.
+    pub fn options(self) -> &'static [OptionSpec] {
+        self.0.options
     }
 
     /// The paper, section and equation the kind implements.
     pub fn reference(self) -> &'static str {
-        self.0.reference()
+        self.0.reference
     }
 
-    /// Whether its guarantee is proven for the sampler as run ([`DataMechanism::is_proven`]).
+    /// Whether its guarantee is proven for the sampler as run ([`Registration::proven`]).
     pub fn is_proven(self) -> bool {
-        self.0.is_proven()
+        self.0.proven
     }
 
-    /// The kind's template.
-    pub fn mechanism(self) -> &'static dyn DataMechanism {
+    /// Its registration.
+    pub fn registration(self) -> &'static Registration {
         self.0
     }
+
+    /// The kind's behaviour.
+    pub fn mechanism(self) -> &'static dyn DataMechanism {
+        self.0.mechanism
+    }
+}
+
+/// The table of data releases in `docs/mechanisms.md` (between `<!-- generated: data-kinds -->`
+/// and `<!-- end generated -->`): a row per registered kind with a [`DocRow`], in registry
+/// order.
+pub fn docs_table() -> String {
+    let header = ["name", "what", "guarantee", "options (defaults)"];
+    let rows = DataKind::all().filter_map(|k| {
+        let r = k.registration();
+        let doc = r.doc?;
+        Some(vec![
+            format!("`{}`", r.name),
+            doc.what.to_owned(),
+            doc.guarantee.to_owned(),
+            options_cell(r.options, doc.options_note),
+        ])
+    });
+    markdown_table(&header, rows)
 }
 
 impl PartialEq for DataKind {

@@ -2,45 +2,47 @@
 //! covariance by snapped Laplace or by the Gaussian mechanism on a public grid
 //! ([`crate::privacy::statistics::moments`]).
 
-use super::{
-    ClassStatistics, DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError,
-    DataSpec, Public,
-};
+use super::{ClassStatistics, DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError, DataSpec, DocRow, Public, Registration};
 use crate::privacy::accounting::RdpCurve;
 use crate::privacy::guarantee::PrivacyGuarantee;
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::statistics::moments::{MomentNoise, MomentsParams, MomentsPlan};
 
-/// `moments-laplace`.
-pub(super) const LAPLACE: DataKind = DataKind(&Moments(MomentNoise::Laplace));
-/// `moments-gaussian`.
-pub(super) const GAUSSIAN: DataKind = DataKind(&Moments(MomentNoise::Gaussian));
+/// The registry's entries: `moments-laplace`, `moments-gaussian`.
+pub(super) const REGISTERED: &[Registration] = &[
+    Registration {
+        name: "moments-laplace",
+        reference: "Laplace mechanism on (n_k, sum u, sum triu(uu^T)) with l1 global sensitivity (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slides 15-18), snapped (Mironov 2012 Thm 1)",
+        options: &[],
+        pure: true,
+        computes_epsilon: false,
+        proven: true,
+        doc: Some(DocRow {
+            what: "per class: count, sum, mean, variance, covariance matrix",
+            guarantee: "ε-DP, snapped Laplace",
+            options_note: "",
+        }),
+        mechanism: &Moments(MomentNoise::Laplace),
+    },
+    Registration {
+        name: "moments-gaussian",
+        reference: "Gaussian mechanism on (n_k, sum u, sum triu(uu^T)) with l2 global sensitivity, RDP (Mironov 2017 Prop 7), as exact discrete Gaussian noise on a public grid (Canonne, Kamath & Steinke 2020)",
+        options: &[],
+        pure: false,
+        computes_epsilon: false,
+        proven: true,
+        doc: Some(DocRow {
+            what: "the same",
+            guarantee: "(ε, δ)-DP, Gaussian mechanism, RDP curve",
+            options_note: "",
+        }),
+        mechanism: &Moments(MomentNoise::Gaussian),
+    },
+];
 
 struct Moments(MomentNoise);
 
 impl DataMechanism for Moments {
-    fn name(&self) -> &'static str {
-        match self.0 {
-            MomentNoise::Laplace => "moments-laplace",
-            MomentNoise::Gaussian => "moments-gaussian",
-        }
-    }
-
-    fn reference(&self) -> &'static str {
-        match self.0 {
-            MomentNoise::Laplace => {
-                "Laplace mechanism on (n_k, sum u, sum triu(uu^T)) with l1 global sensitivity (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slides 15-18), snapped (Mironov 2012 Thm 1)"
-            }
-            MomentNoise::Gaussian => {
-                "Gaussian mechanism on (n_k, sum u, sum triu(uu^T)) with l2 global sensitivity, RDP (Mironov 2017 Prop 7), as exact discrete Gaussian noise on a public grid (Canonne, Kamath & Steinke 2020)"
-            }
-        }
-    }
-
-    fn pure(&self) -> bool {
-        self.0 == MomentNoise::Laplace
-    }
-
     fn plan(
         &self,
         spec: &DataSpec,

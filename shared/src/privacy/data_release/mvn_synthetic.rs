@@ -16,44 +16,50 @@
 //! m·(d + 1)·2η/Λ, is of the order of the δ a node is asked for unless Λ is coarse (1,000 rows
 //! of 11 columns on a 10⁻⁴ grid: ≈ 2·10⁻⁶). No proof is written for the sampler as run, so
 //! the kind is **unproven**
-//! ([`DataMechanism::is_proven`]): nodes and aggregators refuse it unless `allow_unproven`.
+//! ([`super::Registration::proven`]): nodes and aggregators refuse it unless `allow_unproven`.
 //! `mvn-synthetic-gaussian` is the release to use: its rows are post-processing of moments
 //! perturbed by exact discrete Gaussian noise, so their f64 sampling leaks nothing more.
 
-use super::{
-    DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError, DataSpec,
-    MAX_SYNTHETIC_VALUES, Public,
-};
+use super::{DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError, DataSpec, DocRow, MAX_SYNTHETIC_VALUES, OptionSpec, OptionType, Public, Registration};
 use crate::privacy::guarantee::PrivacyGuarantee;
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::synthetic::mvn_release::{MvnPlain, MvnPlainParams, to_unit_cube};
 
-/// The kind.
-pub(super) const KIND: DataKind = DataKind(&MvnSynthetic);
+/// The registry's entry.
+pub(super) const REGISTERED: &[Registration] = &[
+    Registration {
+        name: "mvn-synthetic",
+        reference: "MVN synthetic data without added noise, Theorem 3.2 with Prop. 2.4 (Miura et al. 2022), after propose-test-release of the eigenvalue assumption (Dwork & Lei 2009)",
+        options: &[
+        ROWS,
+        OptionSpec {
+            name: "sigma",
+            default: 0.01,
+            range: OptionType::open_closed(0.0, 1.0),
+            help: "the public lower bound on the covariance's smallest eigenvalue, tested privately first",
+        },
+        OptionSpec {
+            name: "test_epsilon",
+            default: 0.1,
+            range: OptionType::POSITIVE,
+            help: "ε of that test (propose-test-release)",
+        },
+    ],
+        pure: false,
+        computes_epsilon: true,
+        proven: false,
+        doc: Some(DocRow {
+            what: "`rows` rows from N(μ, Σ) of the rows in [−1, 1]^(d+1), no noise (Miura et al. 2022)",
+            guarantee: "Theorem 3.2 over the rows, after a private test of λ_min(Σ) ≥ `sigma`; **unproven as run** (the f64 rows are the mechanism): refused unless `allow_unproven`",
+            options_note: "",
+        }),
+        mechanism: &MvnSynthetic,
+    },
+];
 
 struct MvnSynthetic;
 
 impl DataMechanism for MvnSynthetic {
-    fn name(&self) -> &'static str {
-        "mvn-synthetic"
-    }
-
-    fn reference(&self) -> &'static str {
-        "MVN synthetic data without added noise, Theorem 3.2 with Prop. 2.4 (Miura et al. 2022), after propose-test-release of the eigenvalue assumption (Dwork & Lei 2009)"
-    }
-
-    fn options(&self) -> &'static [(&'static str, f64)] {
-        &[("rows", 1000.0), ("sigma", 0.01), ("test_epsilon", 0.1)]
-    }
-
-    fn computes_epsilon(&self) -> bool {
-        true
-    }
-
-    fn is_proven(&self) -> bool {
-        false
-    }
-
     fn plan(
         &self,
         spec: &DataSpec,
@@ -101,6 +107,14 @@ impl DataPlan for MvnPlain {
         })
     }
 }
+
+/// The `rows` option both MVN kinds take.
+pub(super) const ROWS: OptionSpec = OptionSpec {
+    name: "rows",
+    default: 1000.0,
+    range: OptionType::Count,
+    help: "synthetic rows to draw (at most 2,000,000 values in all)",
+};
 
 /// The `rows` option, within the per-release size limit.
 pub(super) fn synthetic_rows(spec: &DataSpec, features: usize) -> Result<usize, DataReleaseError> {

@@ -2,33 +2,42 @@
 //! by the Gaussian mechanism on public grids
 //! ([`crate::privacy::synthetic::mvn_release::MvnGaussian`]).
 
-use super::mvn_synthetic::{mvn_points, synthetic_rows};
-use super::{
-    DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError, DataSpec, Public,
-};
+use super::mvn_synthetic::{ROWS, mvn_points, synthetic_rows};
+use super::{DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError, DataSpec, DocRow, OptionSpec, OptionType, Public, Registration};
 use crate::privacy::accounting::RdpCurve;
 use crate::privacy::guarantee::PrivacyGuarantee;
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::synthetic::mvn_release::{MvnGaussian, MvnGaussianParams};
 
-/// The kind.
-pub(super) const KIND: DataKind = DataKind(&MvnSyntheticGaussian);
+/// The registry's entry.
+pub(super) const REGISTERED: &[Registration] = &[
+    Registration {
+        name: "mvn-synthetic-gaussian",
+        reference: "MVN synthetic data from a mean and second moment perturbed by the Gaussian mechanism (RDP, Mironov 2017 Prop 7) as exact discrete Gaussian noise on a public grid (Canonne, Kamath & Steinke 2020); sampling is post-processing",
+        options: &[
+        ROWS,
+        OptionSpec {
+            name: "eigen_floor",
+            default: 1e-3,
+            range: OptionType::open_closed(0.0, 1.0),
+            help: "the floor of the noisy covariance's eigenvalues",
+        },
+    ],
+        pure: false,
+        computes_epsilon: false,
+        proven: true,
+        doc: Some(DocRow {
+            what: "`rows` rows from the normal with a Gaussian-perturbed mean and second moment",
+            guarantee: "(ε, δ)-DP, RDP curve",
+            options_note: "",
+        }),
+        mechanism: &MvnSyntheticGaussian,
+    },
+];
 
 struct MvnSyntheticGaussian;
 
 impl DataMechanism for MvnSyntheticGaussian {
-    fn name(&self) -> &'static str {
-        "mvn-synthetic-gaussian"
-    }
-
-    fn reference(&self) -> &'static str {
-        "MVN synthetic data from a mean and second moment perturbed by the Gaussian mechanism (RDP, Mironov 2017 Prop 7) as exact discrete Gaussian noise on a public grid (Canonne, Kamath & Steinke 2020); sampling is post-processing"
-    }
-
-    fn options(&self) -> &'static [(&'static str, f64)] {
-        &[("rows", 1000.0), ("eigen_floor", 1e-3)]
-    }
-
     fn plan(
         &self,
         spec: &DataSpec,

@@ -1,33 +1,54 @@
 //! `sample-and-aggregate`: logistic-regression coefficients by sample-and-aggregate with a
 //! smooth-sensitivity median per coordinate ([`crate::privacy::statistics::sample_aggregate`]).
 
-use super::{
-    DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError, DataSpec, Public,
-};
+use super::{DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError, DataSpec, DocRow, OptionSpec, OptionType, Public, Registration};
 use crate::privacy::guarantee::PrivacyGuarantee;
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::statistics::sample_aggregate::{SampleAggregate, SampleAggregateParams};
 
-/// The kind.
-pub(super) const KIND: DataKind = DataKind(&SampleAggregateKind);
+/// The registry's entry.
+pub(super) const REGISTERED: &[Registration] = &[
+    Registration {
+        name: "sample-and-aggregate",
+        reference: "Sample-and-aggregate of a logistic-regression fit, smooth-sensitivity median per coordinate (Kashima's notes on Aggarwal & Yu 2008, ch. 16, last slides; NRS 2007 sec. 4)",
+        options: &[
+        OptionSpec {
+            name: "blocks",
+            default: 0.0,
+            range: OptionType::Whole {
+                low: 0,
+                high: 10_000_000,
+            },
+            help: "disjoint random blocks (0: ⌊n/2⌋ blocks of two rows)",
+        },
+        OptionSpec {
+            name: "l2",
+            default: 0.01,
+            range: OptionType::POSITIVE,
+            help: "the L2 regulariser of each block's fit",
+        },
+        OptionSpec {
+            name: "bound",
+            default: 0.0,
+            range: OptionType::NON_NEGATIVE,
+            help: "each fit is clipped to [−bound, bound] (0: 1/l2, which bounds every fit's norm for rows in the unit ball, so the clipping never binds)",
+        },
+    ],
+        pure: false,
+        computes_epsilon: false,
+        proven: true,
+        doc: Some(DocRow {
+            what: "logistic-regression coefficients from `blocks` disjoint blocks",
+            guarantee: "(ε, δ)-DP, smooth-sensitivity median per coordinate",
+            options_note: "(`blocks` 0: ⌊n/2⌋ blocks of two rows; `bound` 0: 1/`l2`)",
+        }),
+        mechanism: &SampleAggregateKind,
+    },
+];
 
 struct SampleAggregateKind;
 
 impl DataMechanism for SampleAggregateKind {
-    fn name(&self) -> &'static str {
-        "sample-and-aggregate"
-    }
-
-    fn reference(&self) -> &'static str {
-        "Sample-and-aggregate of a logistic-regression fit, smooth-sensitivity median per coordinate (Kashima's notes on Aggarwal & Yu 2008, ch. 16, last slides; NRS 2007 sec. 4)"
-    }
-
-    fn options(&self) -> &'static [(&'static str, f64)] {
-        // blocks 0: ⌊n/2⌋ blocks of two rows; bound 0: 1/l2, which bounds every fit's norm
-        // (‖θ̂‖ ≤ 1/λ for rows in the unit ball), so the clipping never binds.
-        &[("blocks", 0.0), ("l2", 0.01), ("bound", 0.0)]
-    }
-
     fn plan(
         &self,
         spec: &DataSpec,

@@ -1,15 +1,28 @@
 //! `smooth-median`: per-feature medians by smooth sensitivity, the d features composed by basic
 //! composition ([`crate::privacy::statistics::smooth_median`]).
 
-use super::{
-    DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError, DataSpec, Public,
-};
+use super::{DataInput, DataKind, DataMechanism, DataPayload, DataPlan, DataReleaseError, DataSpec, DocRow, Public, Registration};
 use crate::privacy::guarantee::PrivacyGuarantee;
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::statistics::smooth_median::{self, SmoothMedianParams};
 
-/// The kind.
-pub(super) const KIND: DataKind = DataKind(&SmoothMedian);
+/// The registry's entry.
+pub(super) const REGISTERED: &[Registration] = &[
+    Registration {
+        name: "smooth-median",
+        reference: "Median with smooth sensitivity, beta = eps/(2 ln(2/delta)), Lap(2S*/eps) as exact discrete Laplace noise on a public grid (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slides 24-27; Nissim, Raskhodnikova & Smith 2007; Canonne, Kamath & Steinke 2020)",
+        options: &[],
+        pure: false,
+        computes_epsilon: false,
+        proven: true,
+        doc: Some(DocRow {
+            what: "per feature, the median",
+            guarantee: "(ε, δ)-DP, smooth sensitivity (Kashima's notes, slides 24–27; Nissim, Raskhodnikova & Smith 2007)",
+            options_note: "",
+        }),
+        mechanism: &SmoothMedian,
+    },
+];
 
 struct SmoothMedian;
 
@@ -21,14 +34,6 @@ struct Medians {
 }
 
 impl DataMechanism for SmoothMedian {
-    fn name(&self) -> &'static str {
-        "smooth-median"
-    }
-
-    fn reference(&self) -> &'static str {
-        "Median with smooth sensitivity, beta = eps/(2 ln(2/delta)), Lap(2S*/eps) as exact discrete Laplace noise on a public grid (Kashima's notes on Aggarwal & Yu 2008, ch. 16, slides 24-27; Nissim, Raskhodnikova & Smith 2007; Canonne, Kamath & Steinke 2020)"
-    }
-
     fn plan(
         &self,
         spec: &DataSpec,

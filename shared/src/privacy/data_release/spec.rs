@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 pub struct DataSpec {
     /// The kind.
     pub kind: DataKind,
-    /// ε (0 for a kind that computes its ε, [`super::DataMechanism::computes_epsilon`]).
+    /// ε (0 for a kind that computes its ε, [`super::Registration::computes_epsilon`]).
     pub epsilon: f64,
     /// δ.
     pub delta: f64,
@@ -35,8 +35,8 @@ impl DataSpec {
             self.kind
                 .options()
                 .iter()
-                .find(|(n, _)| *n == name)
-                .map_or(f64::NAN, |(_, v)| *v)
+                .find(|o| o.name == name)
+                .map_or(f64::NAN, |o| o.default)
         })
     }
 
@@ -46,7 +46,7 @@ impl DataSpec {
         self.kind
             .options()
             .iter()
-            .map(|(name, _)| ((*name).to_owned(), self.option(name)))
+            .map(|o| (o.name.to_owned(), self.option(o.name)))
             .collect()
     }
 
@@ -64,12 +64,14 @@ impl DataSpec {
         key
     }
 
-    /// Checks ranges and option names (public quantities only).
+    /// Checks ranges and option names (public quantities only): every given option against the
+    /// range its kind declares ([`super::OptionSpec::check`]).
     pub fn check(&self) -> Result<(), DataReleaseError> {
         let invalid = |what: String| Err(DataReleaseError::InvalidSpec(what));
-        for name in self.options.keys() {
-            if !self.kind.options().iter().any(|(n, _)| n == name) {
-                let takes: Vec<&str> = self.kind.options().iter().map(|(n, _)| *n).collect();
+        let specs = self.kind.options();
+        for (name, value) in &self.options {
+            let Some(spec) = specs.iter().find(|o| o.name == name) else {
+                let takes: Vec<&str> = specs.iter().map(|o| o.name).collect();
                 return invalid(format!(
                     "`{}` takes no option `{name}` (it takes: {})",
                     self.kind,
@@ -79,15 +81,12 @@ impl DataSpec {
                         takes.join(", ")
                     }
                 ));
-            }
+            };
+            spec.check(*value)
+                .map_err(|e| DataReleaseError::InvalidSpec(format!("`{}`: {e}", self.kind)))?;
         }
-        for (name, value) in &self.options {
-            if !value.is_finite() {
-                return invalid(format!("option `{name}` = {value} is not a finite number"));
-            }
-        }
-        let mechanism = self.kind.mechanism();
-        if mechanism.computes_epsilon() {
+        let kind = self.kind.registration();
+        if kind.computes_epsilon {
             if self.epsilon != 0.0 {
                 return invalid(format!(
                     "`{}` computes its ε from n, d, sigma, rows and δ: send epsilon = 0, not {}",
@@ -100,7 +99,7 @@ impl DataSpec {
                 self.epsilon
             ));
         }
-        if mechanism.pure() {
+        if kind.pure {
             if self.delta != 0.0 {
                 return invalid(format!(
                     "`{}` is ε-DP: delta must be 0, not {}",

@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn names_round_trip_and_options_are_checked() {
-    for kind in DataKind::ALL {
+    for kind in DataKind::all() {
         assert_eq!(DataKind::parse(kind.name()), Some(kind));
     }
     let names = DataKind::names();
@@ -21,6 +21,42 @@ fn names_round_trip_and_options_are_checked() {
     assert!(spec.check().is_err(), "Gaussian needs δ > 0");
     let spec = DataSpec::new(DataKind::MVN_SYNTHETIC, 1.0, 1e-6);
     assert!(spec.check().is_err(), "the plain MVN's ε is computed");
+}
+
+/// Every declared option range is the one checked: the default passes, and a value just outside
+/// each end is refused by the spec's check, with a one-line error naming the option.
+#[test]
+fn declared_option_ranges_are_checked_with_the_option_named() {
+    for kind in DataKind::all() {
+        let (epsilon, delta) = match kind.registration() {
+            r if r.computes_epsilon => (0.0, 1e-6),
+            r if r.pure => (1.0, 0.0),
+            _ => (1.0, 1e-6),
+        };
+        for o in kind.options() {
+            let with = |v: f64| {
+                let mut spec = DataSpec::new(kind, epsilon, delta);
+                spec.options.insert(o.name.to_owned(), v);
+                spec.check()
+            };
+            assert!(with(o.default).is_ok(), "{kind} {}", o.name);
+            for v in o.range.just_outside() {
+                let e = with(v).expect_err("outside its range");
+                let text = e.to_string();
+                assert!(text.contains(&format!("option `{}`", o.name)), "{text}");
+                assert!(!text.contains('\n') && e.is_data_independent(), "{text}");
+            }
+        }
+    }
+}
+
+/// Every kind but the test-only example has its row in docs/mechanisms.md.
+#[test]
+fn every_kind_but_the_example_is_documented() {
+    for kind in DataKind::all() {
+        let example = kind.name() == super::example::NAME;
+        assert_eq!(kind.registration().doc.is_none(), example, "{kind}");
+    }
 }
 
 #[test]

@@ -44,13 +44,13 @@
 //! whatever the floating-point clipping computed.
 
 use super::lambda::{AutoRule, Lambda};
-use super::kind::{OptionSpec, OptionType, Registration};
+use super::kind::{DocRow, OptionSpec, OptionType, Registration};
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::{Dataset, dot};
 use crate::util::fastmath::sigmoid;
 use crate::privacy::accounting::{self, RdpCurve};
 use crate::privacy::discrete::{BernoulliF64, DiscreteError, LatticeSum};
-use crate::privacy::guarantee::PrivacyGuarantee;
+use crate::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
 use crate::privacy::noise::NoiseSource;
 use crate::util::stop::Stop;
 use std::collections::BTreeMap;
@@ -95,6 +95,13 @@ pub const REGISTERED: &[Registration] = &[Registration {
     ],
     proof: crate::privacy::guarantee::ProofCoverage::NoiseAsSampled,
     node_replacement: None,
+    auto_lambda: AutoRule::SqrtOverN { constant: 0.056 },
+    neighbours: NeighbourRelation::AddRemoveOne,
+    doc: Some(DocRow {
+        what: "Poisson sampling at rate q (exact), per-example clipping to C, each clipped gradient rounded to a public lattice and summed in integers, exact discrete Gaussian noise ≈ σC, T steps, cosine step size; σ calibrated by the RDP accountant over its integer orders ([proof](proofs/dp-sgd-lattice.md))",
+        guarantee: "(ε, δ)-DP, with its RDP curve",
+        options_note: "",
+    }),
     build: |r| {
         Ok(Box::new(DpSgd::new(
             r.epsilon,
@@ -486,7 +493,7 @@ impl Mechanism for DpSgd {
         let lattice = self.lattice(data.dim())?;
         let lambda = self
             .lambda
-            .resolve(AutoRule::DpSgd, n, data.dim(), self.epsilon);
+            .resolve(REGISTERED[0].auto_lambda, n, data.dim(), self.epsilon);
         let mut theta = vec![0.0; data.dim()];
         let (mut batch, mut sum) = (Vec::new(), vec![0.0; data.dim()]);
         let mut scratch = StepScratch::new(data.dim());

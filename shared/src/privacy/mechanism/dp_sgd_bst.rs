@@ -50,14 +50,17 @@
 //! **Assumptions:** every row has ||x||₂ ≤ 1; logistic loss (1-Lipschitz); λ > 0.
 
 use super::dp_sgd::{add_clipped_gradient, public_rows};
-use super::kind::Registration;
+use super::kind::{DocRow, Registration};
+use super::lambda::{AutoRule, PAPER_MAP_LAMBDA};
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::{Dataset, dot};
 use crate::privacy::accounting::composition::{
     advanced_composition, amplify_by_one_uniform_record, zcdp_to_dp,
 };
 use crate::privacy::discrete::LatticeSum;
-use crate::privacy::guarantee::{LOGISTIC_UNIT_BALL, PrivacyGuarantee, ProofCoverage};
+use crate::privacy::guarantee::{
+    LOGISTIC_UNIT_BALL, NeighbourRelation, PrivacyGuarantee, ProofCoverage,
+};
 use crate::privacy::noise::NoiseSource;
 use crate::util::stop::Stop;
 use rand::distr::{Distribution, Uniform};
@@ -78,6 +81,13 @@ pub const REGISTERED: &[Registration] = &[Registration {
     options: &[],
     proof: ProofCoverage::NoiseAsSampled,
     node_replacement: None,
+    auto_lambda: AutoRule::Fixed(PAPER_MAP_LAMBDA),
+    neighbours: NeighbourRelation::ReplaceOne,
+    doc: Some(DocRow {
+        what: "Bassily, Smith & Thakurta 2014 (Minami et al. 2015 Alg. 2): n² single-record noisy steps, projected, exact discrete Gaussian noise on a lattice",
+        guarantee: "(ε, δ)-DP, ε ≤ 1",
+        options_note: "(refused when n² > 10⁸)",
+    }),
     build: |r| Ok(Box::new(BstDpSgd::new(r.epsilon, r.delta, r.fixed_lambda())?)),
 }];
 

@@ -5,6 +5,7 @@
 //! ε and δ it was asked for.
 
 use super::kind::{OptionSpec, OptionType, Registration};
+use super::lambda::{AutoRule, PAPER_MAP_LAMBDA};
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::Dataset;
 use crate::privacy::guarantee::PrivacyGuarantee;
@@ -27,6 +28,9 @@ pub const REGISTERED: &[Registration] = &[Registration {
     }],
     proof: crate::privacy::guarantee::ProofCoverage::RealArithmetic,
     node_replacement: None,
+    auto_lambda: AutoRule::Fixed(PAPER_MAP_LAMBDA),
+    neighbours: crate::privacy::guarantee::NeighbourRelation::ReplaceOne,
+    doc: None,
     build: |r| {
         let scale = r.real("scale");
         if !OptionType::POSITIVE.contains(scale) {

@@ -17,110 +17,14 @@
 
 use super::lambda::{AutoRule, Lambda};
 use super::{Mechanism, MechanismError};
-use crate::privacy::guarantee::ProofCoverage;
+use crate::privacy::guarantee::{NeighbourRelation, ProofCoverage};
+pub use crate::privacy::registry::{DocRow, OptionSpec, OptionType};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
 
 /// Mechanism options by name (e.g. `gamma`, `steps`): the wire and storage form.
 pub type Options = BTreeMap<String, f64>;
-
-/// What values an option takes.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum OptionType {
-    /// A real number in an interval: `low` < v (or ≤ with `low_closed`) and v < `high` (or ≤
-    /// with `high_closed`).
-    Real {
-        /// Lower end.
-        low: f64,
-        /// Whether `low` itself is allowed.
-        low_closed: bool,
-        /// Upper end (may be +∞).
-        high: f64,
-        /// Whether `high` itself is allowed.
-        high_closed: bool,
-    },
-    /// A whole number ≥ 1 (read by [`Request::count`]).
-    Count,
-}
-
-impl OptionType {
-    /// A real in (0, ∞).
-    pub const POSITIVE: OptionType = OptionType::open_closed(0.0, f64::INFINITY);
-
-    /// A real in (`low`, `high`].
-    pub const fn open_closed(low: f64, high: f64) -> Self {
-        Self::Real {
-            low,
-            low_closed: false,
-            high,
-            high_closed: high.is_finite(),
-        }
-    }
-
-    /// A real in (`low`, `high`).
-    pub const fn open(low: f64, high: f64) -> Self {
-        Self::Real {
-            low,
-            low_closed: false,
-            high,
-            high_closed: false,
-        }
-    }
-
-    /// Whether `v` is in range.
-    pub fn contains(self, v: f64) -> bool {
-        match self {
-            Self::Real {
-                low,
-                low_closed,
-                high,
-                high_closed,
-            } => (v > low || (low_closed && v == low)) && (v < high || (high_closed && v == high)),
-            Self::Count => v.is_finite() && v >= 1.0 && v.fract() == 0.0 && v <= u64::MAX as f64,
-        }
-    }
-}
-
-impl fmt::Display for OptionType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Self::Real {
-                low,
-                low_closed,
-                high,
-                high_closed,
-            } => {
-                let (open, close) = (
-                    if low_closed { '[' } else { '(' },
-                    if high_closed { ']' } else { ')' },
-                );
-                let num = |v: f64| {
-                    if v.is_infinite() {
-                        "∞".to_owned()
-                    } else {
-                        crate::util::num::Num(v).to_string()
-                    }
-                };
-                write!(f, "{open}{}, {}{close}", num(low), num(high))
-            }
-            Self::Count => f.write_str("a whole number ≥ 1"),
-        }
-    }
-}
-
-/// One option a mechanism takes: name, default, range and meaning.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct OptionSpec {
-    /// Its name.
-    pub name: &'static str,
-    /// The value used when it is not given.
-    pub default: f64,
-    /// The values it takes (the mechanism refuses others when it is built).
-    pub range: OptionType,
-    /// What it means.
-    pub help: &'static str,
-}
 
 /// A mechanism as the registry knows it: what users name, what it takes and how it is built.
 #[derive(Debug, Clone, Copy)]
@@ -137,6 +41,15 @@ pub struct Registration {
     /// For a mechanism kept only for the lab's reproductions, the name of the mechanism nodes
     /// release instead (the same algorithm made safe); `None` for those nodes offer.
     pub node_replacement: Option<&'static str>,
+    /// What `λ = auto` means for it: a function of public quantities only
+    /// ([`AutoRule::lambda`]), chosen for this mechanism with `dpagg-aggregator experiment
+    /// lambda --mechanism NAME`.
+    pub auto_lambda: AutoRule,
+    /// The neighbour relation of its guarantee (what the built mechanism states).
+    pub neighbours: NeighbourRelation,
+    /// Its row of `docs/mechanisms.md` ([`super::docs_table`]); `None` only for the test-only
+    /// example.
+    pub doc: Option<DocRow>,
     /// Builds the mechanism for one request (parameters are validated here, before any data).
     pub build: fn(&Request<'_>) -> Result<Box<dyn Mechanism>, MechanismError>,
 }
@@ -151,14 +64,15 @@ pub struct Request<'a> {
     /// λ, a number or `auto`.
     pub lambda: Lambda,
     given: &'a Options,
-    specs: &'static [OptionSpec],
+    registration: &'static Registration,
 }
 
 impl Request<'_> {
     /// A real option (its default when not given).
     pub fn real(&self, name: &'static str) -> f64 {
         self.given.get(name).copied().unwrap_or_else(|| {
-            self.specs
+            self.registration
+                .options
                 .iter()
                 .find(|s| s.name == name)
                 .map_or(f64::NAN, |s| s.default)
@@ -179,12 +93,12 @@ impl Request<'_> {
         }
     }
 
-    /// λ as a number, for mechanisms without a calibrated `auto` rule (Gibbs posterior, BST
-    /// 2014): `auto` is [`super::lambda::PAPER_MAP_LAMBDA`].
+    /// λ as a number, for mechanisms whose `auto` rule is a fixed value (Gibbs posterior, BST
+    /// 2014: [`AutoRule::Fixed`] of [`super::lambda::PAPER_MAP_LAMBDA`]).
     pub fn fixed_lambda(&self) -> f64 {
         self.lambda
             .fixed()
-            .unwrap_or_else(|| AutoRule::Uncalibrated.lambda(1, 1, self.epsilon))
+            .unwrap_or_else(|| self.registration.auto_lambda.lambda(1, 1, self.epsilon))
     }
 
     /// δ must be 0 (output perturbation, which is pure ε-DP).
@@ -296,6 +210,11 @@ impl MechanismKind {
         self.0.options
     }
 
+    /// What `λ = auto` means for it.
+    pub fn auto_lambda(self) -> AutoRule {
+        self.0.auto_lambda
+    }
+
     /// Builds the mechanism with default options. `delta = 0` selects a pure ε-DP variant where
     /// there is one.
     pub fn build(
@@ -335,7 +254,7 @@ impl MechanismKind {
             delta,
             lambda: lambda.into(),
             given: options,
-            specs,
+            registration: self.0,
         })
     }
 }
@@ -442,6 +361,16 @@ mod tests {
             let m = kind.build(0.5, delta, 0.1).expect("builds at defaults");
             assert_eq!(m.proof(), kind.proof(), "{}", kind.name());
             assert_eq!(m.is_proven(), kind.is_proven(), "{}", kind.name());
+            let relation = m.guarantee().relation;
+            assert_eq!(relation, kind.registration().neighbours, "{}", kind.name());
+            // Every mechanism but the test-only example has its row in docs/mechanisms.md.
+            let example = kind.name() == super::super::example::NAME;
+            assert_eq!(
+                kind.registration().doc.is_none(),
+                example,
+                "{}",
+                kind.name()
+            );
         }
         let sampled: Vec<&str> = MechanismKind::all()
             .filter(|k| k.proof() == ProofCoverage::NoiseAsSampled)
@@ -467,23 +396,7 @@ mod tests {
                     kind.build_with(1.0, delta, 0.1, &options)
                 };
                 assert!(build(o.default).is_ok(), "{} {}", kind.name(), o.name);
-                let outside: Vec<f64> = match o.range {
-                    OptionType::Count => vec![0.0, 1.5, f64::NAN],
-                    OptionType::Real {
-                        low,
-                        low_closed,
-                        high,
-                        high_closed,
-                    } => {
-                        let mut v = vec![f64::NAN];
-                        v.push(if low_closed { low - 1e-9 } else { low });
-                        if high.is_finite() {
-                            v.push(if high_closed { high + 1e-9 } else { high });
-                        }
-                        v
-                    }
-                };
-                for v in outside {
+                for v in o.range.just_outside() {
                     assert!(build(v).is_err(), "{} {} = {v}", kind.name(), o.name);
                 }
             }

@@ -5,6 +5,9 @@
 //!
 //! # The `auto` rules
 //!
+//! Each mechanism's rule is a value of its registration ([`AutoRule`], in
+//! [`super::kind::Registration::auto_lambda`]):
+//!
 //! | mechanism | λ_auto |
 //! |---|---|
 //! | objective perturbation, ε-DP and (ε, δ) (and CMS 2011 Algorithm 2) | 8√d / (n ε^{3/2}) |
@@ -54,29 +57,35 @@ pub enum Lambda {
     Auto,
 }
 
-/// Which `auto` rule a mechanism uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What `auto` means for one mechanism: a value of its registration
+/// ([`super::kind::Registration::auto_lambda`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum AutoRule {
-    /// 8√d / (n ε^{3/2}): objective perturbation (every variant).
-    ObjectivePerturbation,
-    /// 60√d / (n ε^{3/2}): output perturbation, and `langevin`.
-    OutputPerturbation,
-    /// 0.056√d / n: DP-SGD.
-    DpSgd,
-    /// [`PAPER_MAP_LAMBDA`]: mechanisms without a calibrated rule.
-    Uncalibrated,
+    /// C√d / (n ε^{3/2}) (objective perturbation: C = 8; output perturbation and `langevin`:
+    /// C = 60).
+    Sqrt {
+        /// C.
+        constant: f64,
+    },
+    /// C√d / n, whatever ε (DP-SGD: C = 0.056; its accuracy is nearly flat in λ).
+    SqrtOverN {
+        /// C.
+        constant: f64,
+    },
+    /// This λ whatever n, d and ε, not clamped: mechanisms without a calibrated rule use
+    /// [`PAPER_MAP_LAMBDA`].
+    Fixed(f64),
 }
 
 impl AutoRule {
     /// λ_auto for `n` rows of dimension `dim` at privacy level `epsilon`, clamped to
-    /// [[`AUTO_MIN`], [`AUTO_MAX`]].
+    /// [[`AUTO_MIN`], [`AUTO_MAX`]] (a [`AutoRule::Fixed`] value is returned as it is).
     pub fn lambda(self, n: usize, dim: usize, epsilon: f64) -> f64 {
         let (n, d) = (n.max(1) as f64, dim as f64);
         let v = match self {
-            Self::ObjectivePerturbation => 8.0 * d.sqrt() / (n * epsilon.powf(1.5)),
-            Self::OutputPerturbation => 60.0 * d.sqrt() / (n * epsilon.powf(1.5)),
-            Self::DpSgd => 0.056 * d.sqrt() / n,
-            Self::Uncalibrated => return PAPER_MAP_LAMBDA,
+            Self::Sqrt { constant } => constant * d.sqrt() / (n * epsilon.powf(1.5)),
+            Self::SqrtOverN { constant } => constant * d.sqrt() / n,
+            Self::Fixed(v) => return v,
         };
         v.clamp(AUTO_MIN, AUTO_MAX)
     }
@@ -213,13 +222,17 @@ mod tests {
     #[test]
     fn auto_rules_match_the_research_note() {
         // Diabetes (n = 600, d = 9) and Breast Cancer (n = 400, d = 31) at ε = 1.
-        let op = AutoRule::ObjectivePerturbation;
+        use crate::privacy::mechanism::MechanismKind;
+        let op = MechanismKind::ObjectivePerturbation.auto_lambda();
         assert!((op.lambda(600, 9, 1.0) - 0.04).abs() < 1e-12);
         assert!((op.lambda(400, 31, 1.0) - 8.0 * 31f64.sqrt() / 400.0).abs() < 1e-12);
         assert!((op.lambda(400, 31, 1.0) - 0.1114).abs() < 1e-4);
-        assert!((AutoRule::OutputPerturbation.lambda(600, 9, 1.0) - 0.3).abs() < 1e-12);
-        assert!((AutoRule::DpSgd.lambda(600, 9, 1.0) - 0.056 * 3.0 / 600.0).abs() < 1e-15);
-        assert_eq!(AutoRule::Uncalibrated.lambda(600, 9, 1.0), 0.01);
+        let rule = |k: MechanismKind| k.auto_lambda().lambda(600, 9, 1.0);
+        assert!((rule(MechanismKind::OutputPerturbation) - 0.3).abs() < 1e-12);
+        assert!((rule(MechanismKind::Langevin) - 0.3).abs() < 1e-12);
+        assert!((rule(MechanismKind::DpSgd) - 0.056 * 3.0 / 600.0).abs() < 1e-15);
+        assert_eq!(rule(MechanismKind::GibbsPosterior), 0.01);
+        assert_eq!(rule(MechanismKind::DpSgdBst), 0.01);
         // Clamped at both ends.
         assert_eq!(op.lambda(2, 31, 0.01), AUTO_MAX);
         assert_eq!(op.lambda(10_000_000, 2, 10.0), AUTO_MIN);
@@ -227,7 +240,7 @@ mod tests {
 
     #[test]
     fn auto_depends_on_n_d_epsilon_only() {
-        let op = AutoRule::ObjectivePerturbation;
+        let op = AutoRule::Sqrt { constant: 8.0 };
         assert!(op.lambda(60, 9, 1.0) > op.lambda(600, 9, 1.0));
         assert!(op.lambda(60, 9, 0.5) > op.lambda(60, 9, 2.0));
         assert!(op.lambda(60, 31, 1.0) > op.lambda(60, 9, 1.0));

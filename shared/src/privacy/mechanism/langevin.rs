@@ -35,7 +35,7 @@
 //! curve ε(α) = α·ρ₀ through the ledger's own RDP → (ε, δ) conversion
 //! ([`crate::privacy::accounting::calibrate_sigma`] at q = 1, T = 1: ρ₀ = 1/(2σ_G²)); that curve
 //! is what [`Mechanism::rdp`] publishes, before any data is seen. At release, n and d (public)
-//! resolve λ ([`AutoRule::OutputPerturbation`] for `auto`: fitted for this chain by `experiment
+//! resolve λ (C = 60 in [`AutoRule::Sqrt`] for `auto`: fitted for this chain by `experiment
 //! lambda`), then η = `step_scale`/β,
 //! c = 1 − ηλ, s = 2η/n and σ = s·σ_G·√((1 + c)/(1 − c)), so that ρ_∞ ≤ ρ₀: the guarantee holds
 //! for **every** K, and K is chosen for utility — the smallest K with c^K ≤ `tolerance` (the
@@ -54,11 +54,11 @@
 use super::dp_sgd::public_rows;
 use super::gibbs_posterior::langevin::{Potential, run_chain};
 use super::lambda::{AutoRule, Lambda};
-use super::kind::{OptionSpec, OptionType, Registration};
+use super::kind::{DocRow, OptionSpec, OptionType, Registration};
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::Dataset;
 use crate::privacy::accounting::{self, EpsilonBound, RdpCurve};
-use crate::privacy::guarantee::{LOGISTIC_UNIT_BALL, PrivacyGuarantee};
+use crate::privacy::guarantee::{LOGISTIC_UNIT_BALL, NeighbourRelation, PrivacyGuarantee};
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::release::Parameters;
 use crate::util::stop::Stop;
@@ -102,6 +102,13 @@ pub const REGISTERED: &[Registration] = &[Registration {
     ],
     proof: crate::privacy::guarantee::ProofCoverage::RealArithmetic,
     node_replacement: None,
+    auto_lambda: AutoRule::Sqrt { constant: 60.0 },
+    neighbours: NeighbourRelation::ReplaceOne,
+    doc: Some(DocRow {
+        what: "the Langevin chain of Minami et al. 2016 eq. 14 as noisy full-batch gradient descent from θ₀ = 0 (η = 1/β, c = 1 − ηλ, σ from the target), proven **for the chain as run at any step count** by shifted Rényi divergences (privacy amplification by iteration, Feldman et al. 2018); steps chosen for convergence; proof in `docs/proofs/langevin.md`",
+        guarantee: "(ε, δ)-DP, with its RDP curve ε(α) = α·ρ",
+        options_note: "(steps K with c^K ≤ `tolerance`, at most 10⁶)",
+    }),
     build: |r| {
         Ok(Box::new(Langevin::new(
             r.epsilon,
@@ -446,7 +453,7 @@ impl Langevin {
     /// The λ a release on `n` rows of dimension `dim` trains with.
     pub fn lambda_for(&self, n: usize, dim: usize) -> f64 {
         self.lambda
-            .resolve(AutoRule::OutputPerturbation, n, dim, self.epsilon)
+            .resolve(REGISTERED[0].auto_lambda, n, dim, self.epsilon)
     }
 
     /// The chain a release on `n` rows of dimension `dim` runs (public quantities only).

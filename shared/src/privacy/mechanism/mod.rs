@@ -11,8 +11,9 @@
 //! mechanism's assumptions, call its [`Mechanism::sample`], attach the metadata), so a mechanism
 //! states only its name, reference, guarantee and algorithm. **A new mechanism** is one file here
 //! implementing the trait and declaring its registry entry (`REGISTERED`: name, summary, typed
-//! options, how it is built; [`kind::Registration`]), with its noise tests beside it, plus one
-//! line in the `mechanisms!` block below; the loss bounds it assumes come from
+//! options, its `auto` λ rule, its neighbour relation, its row of `docs/mechanisms.md`
+//! ([`docs_table`]), how it is built; [`kind::Registration`]), with its noise tests beside it,
+//! plus one line in the `mechanisms!` block below; the loss bounds it assumes come from
 //! [`crate::privacy::guarantee`]. `example.rs` (tests only) is such a mechanism.
 //!
 //! Mechanisms (one file each, tests beside them):
@@ -95,8 +96,11 @@ use crate::data::dataset::Dataset;
 use crate::learn::classifier::LinearClassifier;
 use crate::learn::solver::SolverError;
 use crate::privacy::accounting::{AccountingError, RdpCurve};
-use crate::privacy::guarantee::{Assumptions, LOGISTIC_UNIT_BALL, PrivacyGuarantee, ProofCoverage};
+use crate::privacy::guarantee::{
+    Assumptions, LOGISTIC_UNIT_BALL, NeighbourRelation, PrivacyGuarantee, ProofCoverage,
+};
 use crate::privacy::noise::NoiseSource;
+use crate::privacy::registry::{markdown_table, options_cell};
 use crate::privacy::release::{Parameters, Release, ReleaseMetadata};
 use crate::util::num::Num;
 use crate::util::stop::{Stop, Stopped};
@@ -113,6 +117,35 @@ pub use objective_perturbation_gaussian::GaussianObjectivePerturbation;
 pub use output_perturbation::OutputPerturbation;
 pub use output_perturbation_cms2011::OutputPerturbationCms2011;
 pub use spec::LearnerSpec;
+
+/// The table of learners in `docs/mechanisms.md` (between `<!-- generated: mechanisms -->` and
+/// `<!-- end generated -->`): a row per registered mechanism with a [`kind::DocRow`], in
+/// registry order; a relation other than replace-one (the nodes' budget relation) is in bold.
+pub fn docs_table() -> String {
+    let header = [
+        "name",
+        "what",
+        "guarantee",
+        "neighbours",
+        "options (defaults)",
+    ];
+    let rows = MechanismKind::all().filter_map(|k| {
+        let r = k.registration();
+        let doc = r.doc?;
+        let neighbours = match r.neighbours {
+            NeighbourRelation::ReplaceOne => r.neighbours.to_string(),
+            other => format!("**{other}**"),
+        };
+        Some(vec![
+            format!("`{}`", r.name),
+            doc.what.to_owned(),
+            doc.guarantee.to_owned(),
+            neighbours,
+            options_cell(r.options, doc.options_note),
+        ])
+    });
+    markdown_table(&header, rows)
+}
 
 /// Why a mechanism could not be built or could not release.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -54,12 +54,12 @@
 
 use super::lambda::{AutoRule, Lambda};
 use super::output_stage::OutputStage;
-use super::kind::{OptionSpec, OptionType, Registration};
+use super::kind::{DocRow, OptionSpec, OptionType, Registration};
 use super::{Mechanism, MechanismError, Sample, delta_rule};
 use crate::data::dataset::Dataset;
 use crate::learn::logistic::Penalty;
 use crate::learn::solver::{SolverOptions, minimise};
-use crate::privacy::guarantee::{LOGISTIC_UNIT_BALL, PrivacyGuarantee};
+use crate::privacy::guarantee::{LOGISTIC_UNIT_BALL, NeighbourRelation, PrivacyGuarantee};
 use crate::privacy::noise::{NoiseSource, sample_gamma_ball};
 use crate::privacy::snapping::SnappingError;
 use crate::util::stop::Stop;
@@ -86,6 +86,13 @@ pub const REGISTERED: &[Registration] = &[Registration {
     }],
     proof: crate::privacy::guarantee::ProofCoverage::RealArithmetic,
     node_replacement: None,
+    auto_lambda: AutoRule::Sqrt { constant: 8.0 },
+    neighbours: NeighbourRelation::ReplaceOne,
+    doc: Some(DocRow {
+        what: "δ = 0: CMS 2011 Theorem 9 with Δ chosen to minimise an expected-excess-risk bound (no dip), then snapped per-coordinate Laplace output noise (Mironov 2012) of scale ~ 2√d·γ/(μ·0.01ε) that makes the guarantee hold for the solver's inexact minimiser and puts the release on a public grid (a pure-ε form of approximate minima perturbation, Iyengar et al. 2019; proof in `docs/proofs/`); δ > 0: Minami et al. 2015 Alg. 1 / KST 2012 with the closed-form Δ rule at (0.99ε, δ₁), then the same snapped output stage at 0.01ε",
+        guarantee: "ε-DP or (ε, δ)-DP",
+        options_note: "",
+    }),
     build: |r| {
         let fraction = r.real("output_fraction");
         Ok(if r.delta == 0.0 {
@@ -189,7 +196,7 @@ impl ObjectivePerturbation {
         let epsilon_objective = self.epsilon - epsilon_output;
         let lambda =
             self.lambda
-                .resolve(AutoRule::ObjectivePerturbation, n, dim, epsilon_objective);
+                .resolve(REGISTERED[0].auto_lambda, n, dim, epsilon_objective);
         let choice = delta_rule::pure(n, dim, epsilon_objective, lambda);
         let objective_scale = 2.0 / choice.epsilon_prime;
         let noise_bound = objective_scale * (2.0 * dim as f64 + NOISE_TAIL_SLACK);

@@ -31,12 +31,12 @@
 //! λ may be `auto` ([`super::lambda`], 8√d/(n ε^{3/2})); the reproduction uses λ = 0.01.
 
 use super::lambda::{AutoRule, Lambda};
-use super::kind::Registration;
+use super::kind::{DocRow, Registration};
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::Dataset;
 use crate::learn::logistic::Penalty;
 use crate::learn::solver::{SolverOptions, minimise};
-use crate::privacy::guarantee::{LOGISTIC_UNIT_BALL, PrivacyGuarantee};
+use crate::privacy::guarantee::{LOGISTIC_UNIT_BALL, NeighbourRelation, PrivacyGuarantee};
 use crate::privacy::noise::{NoiseSource, sample_gamma_ball};
 use crate::util::stop::Stop;
 use std::collections::BTreeMap;
@@ -53,6 +53,13 @@ pub const REGISTERED: &[Registration] = &[Registration {
     options: &[],
     proof: crate::privacy::guarantee::ProofCoverage::RealArithmetic,
     node_replacement: None,
+    auto_lambda: AutoRule::Sqrt { constant: 8.0 },
+    neighbours: NeighbourRelation::ReplaceOne,
+    doc: Some(DocRow {
+        what: "the published algorithms, for reproductions: CMS 2011 Alg. 2 (δ = 0); Minami et al. 2015 Alg. 1 / KST 2012 with Δ = 2λ_max/ε (δ > 0)",
+        guarantee: "ε-DP or (ε, δ)-DP",
+        options_note: "",
+    }),
     build: |r| {
         Ok(if r.delta == 0.0 {
             Box::new(ObjectivePerturbationCms2011::new(r.epsilon, r.lambda)?)
@@ -150,7 +157,7 @@ impl Mechanism for ObjectivePerturbationCms2011 {
         _stop: &Stop,
     ) -> Result<Sample, MechanismError> {
         let lambda = self.lambda.resolve(
-            AutoRule::ObjectivePerturbation,
+            REGISTERED[0].auto_lambda,
             data.len(),
             data.dim(),
             self.epsilon,

@@ -37,7 +37,7 @@
 //! released); Rule: a deterministic solver stopping at ||∇F|| ≤ γ, and normal samplers accurate
 //! to relative 2⁻⁴⁰ (`output_stage::SAMPLER_ACCURACY`).
 
-use super::lambda::{AutoRule, Lambda};
+use super::lambda::Lambda;
 use super::objective_perturbation::DEFAULT_OUTPUT_FRACTION;
 use super::output_stage::OutputStage;
 use super::{Mechanism, MechanismError, Sample, delta_rule};
@@ -203,9 +203,12 @@ impl GaussianObjectivePerturbation {
     /// coefficient μ = λ + Δ/n of the mean objective.
     pub fn regularisers(&self, n: usize, dim: usize) -> (f64, f64) {
         let epsilon = self.epsilon_split().0;
-        let lambda = self
-            .lambda
-            .resolve(AutoRule::ObjectivePerturbation, n, dim, epsilon);
+        let lambda = self.lambda.resolve(
+            super::objective_perturbation::REGISTERED[0].auto_lambda,
+            n,
+            dim,
+            epsilon,
+        );
         let mu = match self.choice {
             DeltaChoice::Published => lambda + self.delta_regulariser() / n as f64,
             DeltaChoice::Rule => delta_rule::gaussian(n, dim, epsilon, lambda, self.noise_std()),

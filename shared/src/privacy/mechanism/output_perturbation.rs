@@ -57,12 +57,12 @@
 //!   rounded exact chain.
 
 use super::lambda::{AutoRule, Lambda};
-use super::kind::Registration;
+use super::kind::{DocRow, Registration};
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::Dataset;
 use crate::learn::logistic::Penalty;
 use crate::learn::solver::{SolverOptions, minimise};
-use crate::privacy::guarantee::PrivacyGuarantee;
+use crate::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::snapping::{FLOAT_TERM, SnappedLaplace};
 use crate::util::stop::Stop;
@@ -78,6 +78,13 @@ pub const REGISTERED: &[Registration] = &[Registration {
     options: &[],
     proof: crate::privacy::guarantee::ProofCoverage::NoiseAsSampled,
     node_replacement: None,
+    auto_lambda: AutoRule::Sqrt { constant: 60.0 },
+    neighbours: NeighbourRelation::ReplaceOne,
+    doc: Some(DocRow {
+        what: "CMS 2011 Alg. 1: minimiser + per-coordinate Laplace noise on the ℓ₁ sensitivity, snapped (Mironov 2012: clamped, rounded to a power-of-two grid) so the f64 release does not leak through its low bits; proof in `docs/proofs/`",
+        guarantee: "ε-DP",
+        options_note: "",
+    }),
     build: |r| {
         r.require_pure()?;
         Ok(Box::new(OutputPerturbation::new(r.epsilon, r.lambda)?))
@@ -129,7 +136,7 @@ impl OutputPerturbation {
     /// The λ trained with on `n` rows of dimension `dim`.
     pub fn lambda_for(&self, n: usize, dim: usize) -> f64 {
         self.lambda
-            .resolve(AutoRule::OutputPerturbation, n, dim, self.epsilon)
+            .resolve(REGISTERED[0].auto_lambda, n, dim, self.epsilon)
     }
 
     /// The solver tolerance τ the sensitivity and the bound account for.

@@ -34,12 +34,12 @@
 //! [`MechanismKind::offered_by_nodes`]: super::MechanismKind::offered_by_nodes
 
 use super::lambda::{AutoRule, Lambda};
-use super::kind::Registration;
+use super::kind::{DocRow, Registration};
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::Dataset;
 use crate::learn::logistic::Penalty;
 use crate::learn::solver::{SolverOptions, minimise};
-use crate::privacy::guarantee::PrivacyGuarantee;
+use crate::privacy::guarantee::{NeighbourRelation, PrivacyGuarantee};
 use crate::privacy::noise::{NoiseSource, sample_gamma_ball};
 use crate::util::stop::Stop;
 use std::collections::BTreeMap;
@@ -56,6 +56,13 @@ pub const REGISTERED: &[Registration] = &[Registration {
     options: &[],
     proof: crate::privacy::guarantee::ProofCoverage::RealArithmetic,
     node_replacement: Some(super::output_perturbation::NAME),
+    auto_lambda: AutoRule::Sqrt { constant: 60.0 },
+    neighbours: NeighbourRelation::ReplaceOne,
+    doc: Some(DocRow {
+        what: "lab only (nodes refuse it): CMS 2011 Alg. 1 as published, minimiser + f64 noise ∝ exp(−nλε‖b‖/2), exposed to Mironov's 2012 floating-point attack",
+        guarantee: "ε-DP in exact arithmetic",
+        options_note: "",
+    }),
     build: |r| {
         r.require_pure()?;
         Ok(Box::new(OutputPerturbationCms2011::new(r.epsilon, r.lambda)?))
@@ -80,7 +87,7 @@ impl OutputPerturbationCms2011 {
     /// The λ trained with on `n` rows of dimension `dim`.
     pub fn lambda_for(&self, n: usize, dim: usize) -> f64 {
         self.lambda
-            .resolve(AutoRule::OutputPerturbation, n, dim, self.epsilon)
+            .resolve(REGISTERED[0].auto_lambda, n, dim, self.epsilon)
     }
 
     /// The solver tolerance τ the sensitivity accounts for.

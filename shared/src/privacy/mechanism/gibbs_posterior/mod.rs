@@ -95,10 +95,11 @@ mod tests;
 pub use beta::{gibbs_beta, gibbs_beta_bound, theorem7_beta_bound, theorem7_tail};
 pub use schedule::{LmcSchedule, Proposition13, proposition13};
 
-use super::kind::{OptionSpec, OptionType, Registration};
+use super::kind::{DocRow, OptionSpec, OptionType, Registration};
+use super::lambda::{AutoRule, PAPER_MAP_LAMBDA};
 use super::{Mechanism, MechanismError, Sample};
 use crate::data::dataset::Dataset;
-use crate::privacy::guarantee::{LOGISTIC_UNIT_BALL, PrivacyGuarantee};
+use crate::privacy::guarantee::{LOGISTIC_UNIT_BALL, NeighbourRelation, PrivacyGuarantee};
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::release::Parameters;
 use crate::util::stop::Stop;
@@ -136,6 +137,13 @@ pub const REGISTERED: &[Registration] = &[
         ],
         proof: crate::privacy::guarantee::ProofCoverage::RealArithmetic,
         node_replacement: None,
+        auto_lambda: AutoRule::Fixed(PAPER_MAP_LAMBDA),
+        neighbours: NeighbourRelation::ReplaceOne,
+        doc: Some(DocRow {
+            what: "Minami et al. 2016: a sample of the Gibbs posterior (β from Corollary 8 eq. 13 and Theorem 7) by Langevin Monte Carlo with Proposition 13's step size and count",
+            guarantee: "(ε, δ + (1 + e^ε)γ)-DP",
+            options_note: "",
+        }),
         build: |r| {
             let sampler = GibbsSampler::Proven {
                 gamma: r.real("gamma"),
@@ -165,6 +173,13 @@ pub const REGISTERED: &[Registration] = &[
         ],
         proof: crate::privacy::guarantee::ProofCoverage::None,
         node_replacement: None,
+        auto_lambda: AutoRule::Fixed(PAPER_MAP_LAMBDA),
+        neighbours: NeighbourRelation::ReplaceOne,
+        doc: Some(DocRow {
+            what: "the same chain for a chosen number of steps",
+            guarantee: "stated (ε, δ) is that of an *exact* sample: **not proven** for the sampler",
+            options_note: "",
+        }),
         build: |r| {
             let sampler = GibbsSampler::Unproven {
                 steps: r.count("steps")?,

@@ -321,7 +321,7 @@ fn releases_carry_their_curve_and_parameters() {
     assert_eq!(p["lambda_auto"], 1.0);
     assert_eq!(
         p["lambda"],
-        AutoRule::OutputPerturbation.lambda(3, 2, 1.0)
+        AutoRule::Sqrt { constant: 60.0 }.lambda(3, 2, 1.0)
     );
     assert!(p["rho_steps"] <= p["rho_limit"] && p["rho_limit"] <= p["rho"]);
     assert!(p["steps"] >= 1.0 && p["bias_factor"] <= DEFAULT_TOLERANCE);
