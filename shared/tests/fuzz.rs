@@ -21,6 +21,7 @@
 //!   that parses has a fingerprint, and rows of any values (NaN and ±inf included) normalise to
 //!   finite rows of norm ≤ 1.
 
+use dpagg_shared::cli::config_fuzz::{edited, toml_string};
 use dpagg_shared::data::csv::{DataError, load_csv};
 use dpagg_shared::{Bundled, Schema};
 use proptest::collection::vec;
@@ -255,21 +256,6 @@ fn toml_float(v: f64) -> String {
     }
 }
 
-/// A TOML string literal of `s` (basic string, escaped).
-fn toml_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// An optional `key = value` line (`None`: the key is left out, one time in 30).
 fn line(key: &'static str, value: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
     proptest::option::weighted(0.97, value)
@@ -383,30 +369,6 @@ fn near_valid_schema() -> impl Strategy<Value = String> {
                 )
             })
     })
-}
-
-/// `text` with a few random characters overwritten, inserted or removed.
-fn edited(text: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
-    (
-        text,
-        vec((any::<prop::sample::Index>(), any::<char>(), 0u8..3), 0..6),
-    )
-        .prop_map(|(text, edits)| {
-            let mut chars: Vec<char> = text.chars().collect();
-            for (at, c, op) in edits {
-                match op {
-                    0 if !chars.is_empty() => {
-                        let i = at.index(chars.len());
-                        chars[i] = c;
-                    }
-                    1 if !chars.is_empty() => {
-                        chars.remove(at.index(chars.len()));
-                    }
-                    _ => chars.insert(at.index(chars.len() + 1), c),
-                }
-            }
-            chars.into_iter().collect()
-        })
 }
 
 /// Parses `text`; checks the error, or what a valid schema promises.
