@@ -14,7 +14,7 @@
 //! caller's identity, the release ids and the spec asked for — never data (the node's operator
 //! reads it; nothing of it is sent to clients). What a client sent (an id, a page token, the
 //! reason a request failed) is cut to [`MAX_TEXT`] characters by the shared
-//! [`clean`](dpagg_shared::util::text::clean), and refusals and failed calls are logged at most
+//! [`clean`](dpagg_shared::util::text::clean()), and refusals and failed calls are logged at most
 //! [`crate::log_limit::LOGGED_PER_MINUTE`] a minute per caller, with the number left out on the
 //! caller's next line: a client cannot fill the node's disk through its log.
 

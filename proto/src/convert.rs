@@ -72,7 +72,7 @@ impl WireError {
     }
 }
 
-/// `text` quoted for an error message, cut to [`QUOTE_LIMIT`] characters and with control
+/// `text` quoted for an error message, cut to `QUOTE_LIMIT` characters and with control
 /// characters escaped, so that a peer cannot make an error huge or inject terminal sequences.
 pub fn quote(text: &str) -> String {
     let mut out: String = text

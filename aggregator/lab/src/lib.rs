@@ -7,7 +7,7 @@
 //! - [`demo`]: K real nodes on loopback and one `run` against them.
 //! - [`privacy`]: calculators (the Gibbs β bound, DP-SGD's ε and σ calibration, Miura et al.'s
 //!   (2022) RDP of synthetic rows from a multivariate normal).
-//! - [`bench`] and [`bench_fetch`]: timings against in-run baselines and targets.
+//! - [`bench`](mod@bench) and [`bench_fetch`]: timings against in-run baselines and targets.
 //! - [`node_process`]: the `dpagg-node` processes `demo` and `bench_fetch` start (the aggregator
 //!   runs the node binary; it does not link the node crate).
 //!

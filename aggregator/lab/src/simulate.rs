@@ -59,7 +59,7 @@ pub struct Args {
     /// the paper's test sets and synthetic data its own.
     #[arg(long)]
     test_fraction: Option<f64>,
-    /// Output folder for summary.json and runs.csv [default: results/<dataset>].
+    /// Output folder for summary.json and runs.csv [default: results/DATASET, the data set's name].
     #[arg(long)]
     out: Option<PathBuf>,
     /// Replace the schema's declared centres and scales (ball map) by the pooled means and

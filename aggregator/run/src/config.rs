@@ -96,7 +96,7 @@ pub struct Settings {
     /// Identity folder: ca.pem, cert.pem, key.pem, signing.key (see `dpagg-node certs`).
     #[arg(long, env = "DPAGG_AGG_IDENTITY")]
     pub identity: Option<PathBuf>,
-    /// Folder of the organisations' public signing keys, <organisation>.pub [default: the
+    /// Folder of the organisations' public signing keys, ORGANISATION.pub [default: the
     /// public-keys folder beside the identity folder].
     #[arg(long, env = "DPAGG_AGG_SIGNING_KEYS")]
     pub signing_keys: Option<PathBuf>,

@@ -102,7 +102,7 @@ pub enum Command {
     Verify {
         /// The report.json to check.
         report: std::path::PathBuf,
-        /// Folder of trusted public signing keys, <organisation>.pub (e.g. federation/public-keys).
+        /// Folder of trusted public signing keys, ORGANISATION.pub (e.g. federation/public-keys).
         #[arg(long, env = "DPAGG_AGG_SIGNING_KEYS")]
         signing_keys: std::path::PathBuf,
         /// The organisation that must have signed the report (the aggregator you expect); without

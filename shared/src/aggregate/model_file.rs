@@ -7,8 +7,8 @@
 //! and order, bounds, transforms, centres, scales, missing markers, row scale, intercept
 //! constant), the label's spelling, the candidate chosen, the schema's fingerprint and the
 //! privacy statement. [`ModelFile::load`] rebuilds the schema from the file and checks it
-//! against the fingerprint; [`ModelFile::rows_of_csv`] maps each row of a CSV exactly as the
-//! run mapped its own rows (the same loader); [`ModelFile::score`] gives, per row, the
+//! against the fingerprint; [`LoadedModel::rows_of_csv`] maps each row of a CSV exactly as the
+//! run mapped its own rows (the same loader); [`LoadedModel::score`] gives, per row, the
 //! predicted label, P(positive) = σ(⟨θ, x⟩) and the margin ⟨θ, x⟩. A margin of 0 predicts the
 //! positive label, as every accuracy in the run's report does, so scoring the report's test
 //! file reproduces its test accuracy exactly. Writing a model is the aggregator's business

@@ -64,7 +64,7 @@ pub struct About {
     pub about: &'static str,
 }
 
-/// The [`About`](crate::cli::About) of the crate that invokes it: package name, version and
+/// The [`About`] of the crate that invokes it: package name, version and
 /// description.
 #[macro_export]
 macro_rules! tool_about {

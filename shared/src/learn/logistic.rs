@@ -86,7 +86,7 @@ pub struct Evaluation {
 struct ChunkSums {
     loss: f64,
     grad: Vec<f64>,
-    /// ℓ''(mᵢ) of the chunk's rows, computed with the loss and slope (what [`curvatures`] gives).
+    /// ℓ''(mᵢ) of the chunk's rows, computed with the loss and slope (what [`crate::learn::hessian`]'s `curvatures` gives).
     curvature: Vec<f64>,
 }
 

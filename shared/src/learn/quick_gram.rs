@@ -63,7 +63,7 @@ pub(crate) fn lower_gram(x: &[f64], w: &[f64], p: usize, fused: bool) -> Vec<f64
     h
 }
 
-/// ⟨a, xt[l]⟩ for the GROUP columns l0, l0 + 1, … of the transposed block (a column past p
+/// ⟨a, xt\[l\]⟩ for the GROUP columns l0, l0 + 1, … of the transposed block (a column past p
 /// repeats the last one; the caller drops it), each over LANES partial sums.
 #[inline(always)]
 fn group_sums<const FUSED: bool>(

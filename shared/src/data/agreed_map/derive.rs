@@ -201,7 +201,7 @@ pub fn derive(
     derive_split(schema, summaries, summaries, components, source)
 }
 
-/// [`derive`] with the label's direction s from `labelled` and everything else (centres,
+/// [`derive()`] with the label's direction s from `labelled` and everything else (centres,
 /// scales, the correlation C, which read no label) from `spread`: the aggregator's own rows
 /// give the subspace's direction from a part of them (the *map rows*) so that the final model
 /// can be chosen on the others without the optimism of rows whose labels chose the subspace

@@ -10,7 +10,7 @@
 //! rows' own means and spreads, and on a wide table a few directions that carry the label —
 //! gives the learners rows that differ.
 //!
-//! Where the constants come from ([`summaries`], [`derive`]): per-class counts, means and
+//! Where the constants come from ([`summaries`], [`derive`](mod@derive)): per-class counts, means and
 //! covariances of the transformed values, either exactly from the aggregator's own rows
 //! (which the aggregator then reveals to the nodes, knowingly) or from differentially private
 //! releases of them (the aggregator's own, charged to its rows, or the nodes' pooled, charged in

@@ -3,7 +3,7 @@
 //! evidence honest.
 //!
 //! Centres, scales and the correlation C read no label, so they come from every own training
-//! row. The subspace's direction s (the standardised class difference, [`super::derive`]) reads
+//! row. The subspace's direction s (the standardised class difference, [`super::derive()`]) reads
 //! labels; it comes from the *map rows* only — [`MAP_ROWS`] of each class, drawn from the
 //! aggregator's seed — and the final model's cross-validated evidence is read on the other own
 //! rows ([`crate::aggregate::select::choose_final_scored`]). Without that split, the rows whose

@@ -1,6 +1,6 @@
 //! What an agreed map is derived from: per class, the count, the means and the covariance of
 //! the features' transformed values T(v), v clipped to the schema's [lo, hi] — the sufficient
-//! statistics of every constant the map holds ([`super::derive`]).
+//! statistics of every constant the map holds ([`super::derive()`]).
 //!
 //! They come exactly from the aggregator's own rows ([`Summaries::of_rows`]: then the map
 //! reveals them, and the aggregator says so), or from differentially private releases of the

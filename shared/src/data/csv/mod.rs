@@ -118,7 +118,7 @@ pub fn load_csv(path: &Path, schema: &Schema) -> Result<(Dataset, LoadReport), D
 /// The raw feature values of a file, clipped to the schema's bounds, for data releases
 /// ([`crate::privacy::data_release`]) that are stated in raw units. A value equal to its
 /// feature's `missing` sentinel (ball mode) is replaced by the raw value the map sends to 0,
-/// [`FeatureSpec::raw_of_center`] (T⁻¹ of the declared `center`): a public constant, so the
+/// [`FeatureSpec::raw_of_center`](crate::data::schema::FeatureSpec::raw_of_center) (T⁻¹ of the declared `center`): a public constant, so the
 /// replacement reveals nothing, and it keeps a sentinel (often far outside the bounds) from
 /// being clipped to a bound.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -5,7 +5,7 @@
 //! P(K = k) = γ^{k−1}/(k − 1)! − γ^k/k!, and summing over odd k gives Σ_j (−γ)^j/j! = e^{−γ}.
 //! For γ > 1: ⌊γ⌋ independent Bernoulli(e^{−1}) trials must all succeed, then one
 //! Bernoulli(e^{−(γ − ⌊γ⌋)}) — the product of their probabilities is e^{−γ}. Every
-//! Bernoulli(a/b) is the exact comparison [U < a] of a uniform integer U below b
+//! Bernoulli(a/b) is the exact comparison \[U < a\] of a uniform integer U below b
 //! ([`super::rational::bernoulli`]), so the output has law Bernoulli(e^{−γ}) exactly, with no
 //! floating point. The expected number of uniform draws is at most about e + 1.6 (one
 //! Bernoulli(e^{−1}) loop fails with probability 1 − e^{−1} at each step).

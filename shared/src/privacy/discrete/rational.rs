@@ -10,7 +10,7 @@
 //! **Uniform integers.** [`uniform_below`] draws U uniform in {0, …, n − 1} by rejection: the
 //! bits of n − 1's length are drawn from the [`NoiseSource`] (ChaCha20) and a draw ≥ n is
 //! redrawn (each draw is accepted with probability > ½). No floating point is involved, so
-//! Bernoulli(a/b) = [U < a] with U uniform below b is exact ([`bernoulli`]; Canonne, Kamath &
+//! Bernoulli(a/b) = \[U < a\] with U uniform below b is exact ([`bernoulli`]; Canonne, Kamath &
 //! Steinke 2020, §5, where every sampler is built from such comparisons).
 
 use crate::privacy::noise::NoiseSource;
@@ -176,7 +176,7 @@ pub fn uniform_below_u64(n: u64, rng: &mut NoiseSource) -> u64 {
     }
 }
 
-/// Bernoulli(num/den) for num ≤ den, den > 0: [U < num] with U uniform below den (exact).
+/// Bernoulli(num/den) for num ≤ den, den > 0: \[U < num\] with U uniform below den (exact).
 pub fn bernoulli(num: &BigUint, den: &BigUint, rng: &mut NoiseSource) -> bool {
     match (num.to_u64(), den.to_u64()) {
         (Some(a), Some(b)) => uniform_below_u64(b, rng) < a,
@@ -184,7 +184,7 @@ pub fn bernoulli(num: &BigUint, den: &BigUint, rng: &mut NoiseSource) -> bool {
     }
 }
 
-/// Bernoulli(q) for the **exact value** of a double q ∈ [0, 1]: [U < q] for U uniform in [0, 1),
+/// Bernoulli(q) for the **exact value** of a double q ∈ \[0, 1\]: \[U < q\] for U uniform in [0, 1),
 /// decided by comparing U's binary expansion, 64 bits at a time, with q's (which ends after at
 /// most 1,074 bits), so P(true) = q exactly; one 64-bit draw almost always decides.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -31,7 +31,7 @@
 //! known in advance.
 //!
 //! **The dataset size n.** Dividing by q·n makes the release depend on n. Like Opacus and TF
-//! Privacy, we treat n as public: every release publishes it anyway ([`ReleaseMetadata::n`]), and
+//! Privacy, we treat n as public: every release publishes it anyway ([`ReleaseMetadata::n`](crate::privacy::release::ReleaseMetadata::n)), and
 //! the guarantee is then the add/remove-one guarantee of the noisy gradient sums, the division by a
 //! public number being post-processing. Under replace-one neighbours n *is* public; and a caller
 //! who wants no dependence on n can fix [`DpSgdConfig::batch_divisor`]. Nothing else is derived

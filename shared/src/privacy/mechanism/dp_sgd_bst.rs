@@ -24,7 +24,7 @@
 //!
 //! **Privacy.** Replacing the sampled record moves its integer vector by at most 2K, so one step
 //! given its record is ρ-zCDP with ρ = (2K)²/(2s²) ≤ 2/m² (the discrete Gaussian's Rényi bound,
-//! Canonne, Kamath & Steinke 2020). [`accounted_epsilon`] composes the steps along BST14's proof,
+//! Canonne, Kamath & Steinke 2020). [`BstDpSgd::accounted_epsilon`] composes the steps along BST14's proof,
 //! each link stated for this noise ([`crate::privacy::accounting::composition`]): zCDP to
 //! (ε₀, δ₀) with δ₀ = nδ/(2k), amplification by one uniform record of n, and advanced
 //! composition over k = n² − 1 steps with slack δ/2 — in full, including its kε(e^ε − 1) term.

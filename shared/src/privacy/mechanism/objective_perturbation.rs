@@ -12,7 +12,7 @@
 //!    solver's tolerance; if it does not get there nothing is released).
 //! 2. **Output stage** — release every coordinate of θ̂ through Mironov's snapping mechanism
 //!    ([`crate::privacy::snapping`], CCS 2012 Theorem 1) calibrated by
-//!    [`snapping::calibrate_vector`] at ε₂ for the ℓ₁ sensitivity Δ₁ = √d·Δ₂, Δ₂ = 2γ̃/μ, with d
+//!    [`calibrate_vector`](crate::privacy::snapping::calibrate_vector) at ε₂ for the ℓ₁ sensitivity Δ₁ = √d·Δ₂, Δ₂ = 2γ̃/μ, with d
 //!    coordinates clamped to the public bound B₀ = (1 + γ + Q/n)/μ (below). The output is on
 //!    the public grid ΛZ ∩ [−B, B]: the f64 noise of this stage cannot leak through its low bits.
 //!    This is the structure of *approximate minima perturbation* (Iyengar, Near, Song, Thakkar,

@@ -4,7 +4,7 @@
 //! [`super::delta_rule`], no dip).
 //!
 //! Implements Chaudhuri, Monteleoni & Sarwate, "Differentially Private Empirical Risk
-//! Minimization", JMLR 12 (2011), **Algorithm 2** (cited by Minami et al. 2015 as [10] and used for
+//! Minimization", JMLR 12 (2011), **Algorithm 2** (cited by Minami et al. 2015 as \[10\] and used for
 //! all its experiments, §5), for the logistic loss with c = 1/4:
 //!
 //! 1. ε′ = ε − log(1 + 2c/(nλ) + c²/(n²λ²)).
