@@ -35,7 +35,7 @@ use dpagg_proto::v1 as pb;
 use dpagg_proto::v1::organisation_node_server::OrganisationNode;
 use dpagg_shared::privacy::data_release::DataSpec;
 use dpagg_shared::privacy::mechanism::{LearnerSpec, MechanismKind};
-use served::{DataReleases, Learners};
+use served::{DataReleases, Learners, Served};
 use std::future::Future;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
@@ -198,7 +198,7 @@ impl OrganisationNode for NodeService {
         &self,
         request: Request<pb::ListLearnersRequest>,
     ) -> Result<Response<pb::ListLearnersResponse>, Status> {
-        self.call(Rpc::ListLearners, request, |caller, r| async move {
+        self.call(Learners::LIST, request, |caller, r| async move {
             let (learners, next_page_token) = self
                 .list::<Learners>(&caller, r.page_size, &r.page_token)
                 .await?;
@@ -214,7 +214,7 @@ impl OrganisationNode for NodeService {
         &self,
         request: Request<pb::GetLearnerRequest>,
     ) -> Result<Response<pb::PrivateLearner>, Status> {
-        self.call(Rpc::GetLearner, request, |caller, r| async move {
+        self.call(Learners::GET, request, |caller, r| async move {
             self.get::<Learners>(&caller, r.selector).await
         })
         .await
@@ -224,7 +224,7 @@ impl OrganisationNode for NodeService {
         &self,
         request: Request<pb::PublishLearnerRequest>,
     ) -> Result<Response<pb::PrivateLearner>, Status> {
-        self.call(Rpc::PublishLearner, request, |caller, r| async move {
+        self.call(Learners::PUBLISH, request, |caller, r| async move {
             self.publish::<Learners>(&caller, r.spec).await
         })
         .await
@@ -234,7 +234,7 @@ impl OrganisationNode for NodeService {
         &self,
         request: Request<pb::PublishDataRequest>,
     ) -> Result<Response<pb::DataRelease>, Status> {
-        self.call(Rpc::PublishData, request, |caller, r| async move {
+        self.call(DataReleases::PUBLISH, request, |caller, r| async move {
             self.publish::<DataReleases>(&caller, r.spec).await
         })
         .await
@@ -244,7 +244,7 @@ impl OrganisationNode for NodeService {
         &self,
         request: Request<pb::GetDataRequest>,
     ) -> Result<Response<pb::DataRelease>, Status> {
-        self.call(Rpc::GetData, request, |caller, r| async move {
+        self.call(DataReleases::GET, request, |caller, r| async move {
             self.get::<DataReleases>(&caller, r.selector).await
         })
         .await
@@ -254,7 +254,7 @@ impl OrganisationNode for NodeService {
         &self,
         request: Request<pb::ListDataRequest>,
     ) -> Result<Response<pb::ListDataResponse>, Status> {
-        self.call(Rpc::ListData, request, |caller, r| async move {
+        self.call(DataReleases::LIST, request, |caller, r| async move {
             let (releases, next_page_token) = self
                 .list::<DataReleases>(&caller, r.page_size, &r.page_token)
                 .await?;

@@ -31,7 +31,8 @@ pub(super) trait Served: 'static {
     /// What a `Publish` request asks for.
     type Spec: Send + 'static;
 
-    /// The RPCs that list, get and publish this kind.
+    /// The RPCs that list, get and publish this kind: the handlers admit their calls as these,
+    /// and the audit lines name them, so each is written once.
     const LIST: Rpc;
     /// See [`Self::LIST`].
     const GET: Rpc;
