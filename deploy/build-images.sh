@@ -6,7 +6,8 @@
 # Docker engine but no registry access and no images at all. So this script builds the release
 # binaries on the host with cargo, then assembles a `FROM scratch` image per binary that holds
 # exactly what the binary needs at run time:
-#   - the stripped binary, as /dpagg-node or /dpagg-aggregator (the entrypoint);
+#   - the stripped binary, as /dpagg-node or /dpagg-aggregator (the entrypoint); the aggregator is
+#     the production build (`--no-default-features`: no lab, as deploy/Dockerfile builds it);
 #   - the shared libraries `ldd` reports (glibc's libc and libm, libgcc_s, the dynamic loader),
 #     copied to the paths the binary asks for;
 #   - /etc/nsswitch.conf (`hosts: files dns`), so that getaddrinfo resolves service names such as
@@ -17,12 +18,14 @@
 #   - /etc/passwd and /etc/group naming the unprivileged user 65532 (`dpagg`) the images run as,
 #     a /tmp, and the data folders (/state for the node, /report for the aggregator) owned by it,
 #     so that a fresh named volume mounted there is writable by the node.
-# No CA certificates: the binaries are built without TLS support (endpoints are http://).
+# No system CA certificates: nodes and aggregator trust only the federation's CA, which comes with
+# each identity folder (mutual TLS; plain http:// only with --insecure).
 #
 # Usage: deploy/build-images.sh [--tag TAG] [--no-cargo]
 #   --tag TAG    image tag (default: latest) -> dpagg-node:TAG, dpagg-aggregator:TAG
-#   --no-cargo   use the binaries already in target/release (default: run cargo build first;
-#                it is a no-op when they are up to date)
+#   --no-cargo   use the binaries already in target/release as they are (default: build the node
+#                and the production aggregator first, then put the developer aggregator, with the
+#                lab, back in target/release; both are no-ops when up to date)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,16 +40,22 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+stage="$(mktemp -d "${TMPDIR:-/tmp}/dpagg-images.XXXXXX")"
+trap 'rm -rf "$stage"' EXIT
+
 if [ "$cargo_build" = 1 ]; then
-  echo "== cargo build --release -p dpagg-node -p dpagg-aggregator"
-  cargo build --release -q -p dpagg-node -p dpagg-aggregator
+  echo "== cargo build --release -p dpagg-node; -p dpagg-aggregator --no-default-features"
+  cargo build --release -q -p dpagg-node
+  cargo build --release -q -p dpagg-aggregator --no-default-features
 fi
 for bin in dpagg-node dpagg-aggregator; do
   [ -x "target/release/$bin" ] || { echo "build-images.sh: target/release/$bin is missing" >&2; exit 1; }
+  cp "target/release/$bin" "$stage/$bin.bin"
 done
-
-stage="$(mktemp -d "${TMPDIR:-/tmp}/dpagg-images.XXXXXX")"
-trap 'rm -rf "$stage"' EXIT
+if [ "$cargo_build" = 1 ]; then
+  # The production aggregator is set aside above; the default build writes the same path.
+  cargo build --release -q -p dpagg-aggregator
+fi
 
 glibc="$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')"
 old_glibc=0
@@ -65,13 +74,13 @@ build_image() {
   local ctx="$stage/$bin" root="$stage/$bin/rootfs"
   mkdir -p "$root/etc" "$root/tmp" "$ctx/datadir"
   chmod 1777 "$root/tmp"
-  strip -o "$root/$bin" "target/release/$bin"
+  strip -o "$root/$bin" "$stage/$bin.bin"
   # Libraries: every `name => /path` line, and the loader (a bare absolute path).
-  ldd "target/release/$bin" | awk '/=> \//{print $3} /^[[:space:]]*\//{print $1}' | sort -u \
+  ldd "$stage/$bin.bin" | awk '/=> \//{print $3} /^[[:space:]]*\//{print $1}' | sort -u \
     | while read -r lib; do copy_lib "$lib" "$root"; done
   if [ "$old_glibc" = 1 ]; then
     local libdir
-    libdir="$(dirname "$(ldd "target/release/$bin" | awk '/libc\.so/{print $3}')")"
+    libdir="$(dirname "$(ldd "$stage/$bin.bin" | awk '/libc\.so/{print $3}')")"
     for lib in libnss_files.so.2 libnss_dns.so.2 libresolv.so.2; do
       [ -e "$libdir/$lib" ] && copy_lib "$libdir/$lib" "$root"
     done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end smoke test of the docker-compose simulation, on a machine with a Docker engine and
 # nothing else (no registry, no images):
-#   1. builds the release binaries (cargo) and the two images offline (deploy/build-images.sh);
+#   1. builds the release binaries (cargo) and the two images offline (deploy/build-images.sh),
+#      and checks that the aggregator image is the production build (no `experiment`: no lab);
 #   2. generates 3 organisations (deploy/generate.py) and checks that deploy/docker-compose.yml is
 #      the generator's current output;
 #   3. `up -d`: publishers, nodes (healthy via the gRPC health service over mutual TLS), then the
@@ -69,6 +70,9 @@ trap 'exit 130' INT TERM
 
 say "images (offline): deploy/build-images.sh"
 deploy/build-images.sh
+if docker run --rm dpagg-aggregator:latest experiment --help >/dev/null 2>&1; then
+  die "the dpagg-aggregator image runs \`experiment\`: it must hold the production build, without the lab"
+fi
 
 say "generate $orgs organisations into $sim"
 deploy/generate.py --orgs "$orgs" --dataset diabetes --epsilon 1 --seed 1 --out "$sim"
