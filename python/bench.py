@@ -32,10 +32,12 @@ import warnings
 import numpy as np
 import pandas as pd
 
-# Run as `python python/bench.py`, this file's folder (the package's sources, without the
-# compiled extension) would come first on the path and shadow the installed dpagg.
+# Run as `python python/bench.py`, this file's folder comes first on the path. Unless the
+# extension was built in place (maturin develop), the sources there have no compiled `_native`
+# and would shadow the installed dpagg, so the folder is dropped.
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE]
+if not any((HERE / "dpagg").glob("_native*.so")) and not any((HERE / "dpagg").glob("_native*.pyd")):
+    sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE]
 
 import dpagg  # noqa: E402
 
