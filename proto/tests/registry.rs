@@ -6,6 +6,7 @@
 
 use dpagg_shared::privacy::data_release::DataKind;
 use dpagg_shared::privacy::mechanism::MechanismKind;
+use dpagg_shared::privacy::registry::OptionSpec;
 
 /// The contract, as committed.
 const PROTO: &str = include_str!("../dpagg/v1/node.proto");
@@ -51,27 +52,33 @@ fn documented_default(body: &str, option: &str) -> Option<f64> {
     body[at..at + end].trim().parse().ok()
 }
 
-#[test]
-fn the_proto_comment_lists_the_registry() {
-    let bullets = mechanism_bullets();
-    assert!(!bullets.is_empty(), "no bullets found");
-    for (name, _) in &bullets {
+/// Checks `bullets` against a registry: every bullet names a registered kind
+/// (`is_registered`), every kind in `registered` (name, options) has a bullet, and its bullet
+/// lists each option with the registered default, the option's name written as `quote` writes it.
+fn check_bullets<'a>(
+    what: &str,
+    bullets: &[(String, String)],
+    is_registered: impl Fn(&str) -> bool,
+    registered: impl IntoIterator<Item = (&'a str, &'a [OptionSpec])>,
+    quote: impl Fn(&str) -> String,
+) {
+    assert!(!bullets.is_empty(), "no {what} bullets found");
+    for (name, _) in bullets {
         assert!(
-            MechanismKind::from_name(name).is_some(),
-            "node.proto documents `{name}`, which is not registered"
+            is_registered(name),
+            "node.proto documents {what} `{name}`, which is not registered"
         );
     }
-    for kind in MechanismKind::all().filter(|k| k.offered_by_nodes()) {
-        let Some((_, body)) = bullets.iter().find(|(n, _)| n == kind.name()) else {
-            panic!("node.proto does not document `{}`", kind.name());
+    for (kind, options) in registered {
+        let Some((_, body)) = bullets.iter().find(|(n, _)| n == kind) else {
+            panic!("node.proto does not document {what} `{kind}`");
         };
-        for o in kind.options() {
+        for o in options {
+            let written = quote(o.name);
             assert_eq!(
-                documented_default(body, o.name),
+                documented_default(body, &written),
                 Some(o.default),
-                "node.proto: option `{}` of `{}` must be listed as `{} ({})`",
-                o.name,
-                kind.name(),
+                "node.proto: option `{}` of {what} `{kind}` must be listed as {written} ({})",
                 o.name,
                 o.default
             );
@@ -80,29 +87,25 @@ fn the_proto_comment_lists_the_registry() {
 }
 
 #[test]
+fn the_proto_comment_lists_the_registry() {
+    check_bullets(
+        "mechanism",
+        &mechanism_bullets(),
+        |name| MechanismKind::from_name(name).is_some(),
+        MechanismKind::all()
+            .filter(|k| k.offered_by_nodes())
+            .map(|k| (k.name(), k.options())),
+        str::to_owned,
+    );
+}
+
+#[test]
 fn the_proto_comment_lists_the_data_kinds() {
-    let bullets = data_bullets();
-    assert!(!bullets.is_empty(), "no bullets found");
-    for (name, _) in &bullets {
-        assert!(
-            DataKind::parse(name).is_some(),
-            "node.proto documents data kind `{name}`, which is not registered"
-        );
-    }
-    for kind in DataKind::all() {
-        let Some((_, body)) = bullets.iter().find(|(n, _)| n == kind.name()) else {
-            panic!("node.proto does not document data kind `{}`", kind.name());
-        };
-        for o in kind.options() {
-            assert_eq!(
-                documented_default(body, &format!("`{}`", o.name)),
-                Some(o.default),
-                "node.proto: option `{}` of data kind `{}` must be listed as `{}` ({})",
-                o.name,
-                kind.name(),
-                o.name,
-                o.default
-            );
-        }
-    }
+    check_bullets(
+        "data kind",
+        &data_bullets(),
+        |name| DataKind::parse(name).is_some(),
+        DataKind::all().map(|k| (k.name(), k.options())),
+        |name| format!("`{name}`"),
+    );
 }
