@@ -8,6 +8,7 @@
 
 use crate::map::Map;
 use crate::value_error;
+use dpagg_shared::data::buffer::FeatureBuffer;
 use dpagg_shared::data::dataset::Dataset;
 use dpagg_shared::privacy::mechanism::{Lambda, LearnerSpec, Mechanism, MechanismKind, Options};
 use dpagg_shared::privacy::noise::NoiseSource;
@@ -124,9 +125,9 @@ pub fn fit(
     };
     let dim = map.schema.dim();
     let released = py.detach(|| {
-        let mut mapped = vec![0.0; labels.len() * dim];
+        let mut mapped = FeatureBuffer::zeroed(labels.len() * dim);
         let done = map.map_rows(rows, &mut mapped);
-        let data = Dataset::new(mapped, labels.to_vec(), dim);
+        let data = Dataset::from_buffer(mapped, labels.to_vec(), dim);
         mechanism.release(&data, &mut noise).map(|r| (r, done))
     });
     let (release, done) = released.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;

@@ -1,16 +1,18 @@
 //! An in-memory, already-normalised labelled dataset.
 //!
-//! Rows are stored row-major in one contiguous `Vec<f64>` so that solver passes stream through
+//! Rows are stored row-major in one contiguous buffer ([`FeatureBuffer`]: a `Vec`, or huge pages
+//! for a large map's rows) so that solver passes stream through
 //! memory once. Labels are ±1. A `Dataset` does not know where its rows came from; the invariant
 //! that every row satisfies ||x||₂ ≤ 1 is established by [`crate::data::csv`] (schema normalisation)
 //! and [`crate::data::synthetic`] (unit-sphere data) and checked by [`Dataset::max_row_norm`] in tests.
 
+use crate::data::buffer::FeatureBuffer;
 use serde::{Deserialize, Serialize};
 
 /// A labelled dataset: `n` rows of dimension `dim`, labels in {−1, +1}.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dataset {
-    x: Vec<f64>,
+    x: FeatureBuffer,
     y: Vec<f64>,
     dim: usize,
 }
@@ -22,6 +24,14 @@ impl Dataset {
     /// If `x.len() != y.len() * dim` or a label is not ±1: both are programming errors of the
     /// caller, never consequences of user input (loaders validate before building).
     pub fn new(x: Vec<f64>, y: Vec<f64>, dim: usize) -> Self {
+        Self::from_buffer(x.into(), y, dim)
+    }
+
+    /// [`Dataset::new`] over a [`FeatureBuffer`] (a large map's rows in huge pages).
+    ///
+    /// # Panics
+    /// As [`Dataset::new`].
+    pub fn from_buffer(x: FeatureBuffer, y: Vec<f64>, dim: usize) -> Self {
         assert_eq!(
             x.len(),
             y.len() * dim,
@@ -78,7 +88,7 @@ impl Dataset {
             y.push(self.y[i]);
         }
         Dataset {
-            x,
+            x: x.into(),
             y,
             dim: self.dim,
         }
@@ -93,7 +103,7 @@ impl Dataset {
             x.extend_from_slice(&self.row(i)[..k]);
         }
         Dataset {
-            x,
+            x: x.into(),
             y: self.y.clone(),
             dim: k,
         }
@@ -113,7 +123,7 @@ impl Dataset {
             x.extend_from_slice(right.row(i));
         }
         Dataset {
-            x,
+            x: x.into(),
             y: self.y.clone(),
             dim,
         }
@@ -135,7 +145,11 @@ impl Dataset {
             x.extend_from_slice(&part.x);
             y.extend_from_slice(&part.y);
         }
-        Dataset { x, y, dim }
+        Dataset {
+            x: x.into(),
+            y,
+            dim,
+        }
     }
 
     /// Largest Euclidean row norm (0 for an empty dataset). Privacy proofs need this ≤ 1. Each

@@ -1,6 +1,8 @@
 //! The data layer: where rows come from and how they reach the unit ball.
 //!
 //! - [`dataset`]: [`Dataset`], an in-memory normalised labelled dataset (row-major, labels ±1).
+//! - [`buffer`]: [`buffer::FeatureBuffer`], a dataset's zero-initialised feature storage (huge
+//!   pages for a million rows, the same values either way).
 //! - [`schema`]: the public schema (declared feature bounds, label spelling, intercept, the map
 //!   into the unit ball with its public centres and scales; invariant 2: declared, never measured).
 //! - [`normalise`]: the two per-record maps, `paper` (Minami et al. 2015) and `ball` (the default).
@@ -18,6 +20,7 @@
 //! from a file with [`csv::load_csv`]; nothing else needs to know about it.
 
 pub mod agreed_map;
+pub mod buffer;
 pub mod bundled;
 pub mod clinic;
 pub mod csv;
