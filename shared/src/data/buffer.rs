@@ -6,7 +6,9 @@
 //! through the TLB 4 KiB at a time. On Linux a buffer of at least [`HUGE_BYTES`] is instead an
 //! anonymous memory map advised for transparent huge pages (`MADV_HUGEPAGE`), so the kernel may
 //! back it with 2 MiB pages: one fault per 2 MiB. Where transparent huge pages are disabled the
-//! advice is a no-op and the map behaves as the `Vec` would.
+//! advice is a no-op and the map behaves as the `Vec` would. The first such buffer of a process
+//! may wait while the kernel compacts memory to find free 2 MiB pages; later ones usually find
+//! them free.
 //!
 //! Either way the buffer holds the same values: this decides where the rows live, never what
 //! they are, so no release, proof or checksum depends on it.
