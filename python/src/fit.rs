@@ -115,7 +115,8 @@ pub fn fit(
             labels.len()
         )));
     }
-    if labels.iter().any(|&l| l != 1.0 && l != -1.0) {
+    // Counted, not `any`: a loop without an early exit is vectorised.
+    if labels.iter().filter(|&&l| l != 1.0 && l != -1.0).count() > 0 {
         return Err(PyValueError::new_err("y must hold only −1 and +1"));
     }
     let mechanism = spec(mechanism, epsilon, delta, lambda_, options)?;

@@ -239,7 +239,8 @@ pub(crate) fn into_ball(out: &mut [f64]) -> bool {
 /// non-finite value goes through [`into_ball`] alone.
 #[inline(always)]
 pub(crate) fn into_ball4(rows: &mut [f64], dim: usize) -> usize {
-    if rows.iter().any(|v| !v.is_finite()) {
+    // Counted, not `any`: a loop without an early exit is vectorised.
+    if rows.iter().filter(|v| !v.is_finite()).count() > 0 {
         return rows
             .chunks_exact_mut(dim)
             .map(|r| usize::from(into_ball(r)))
@@ -253,7 +254,9 @@ pub(crate) fn into_ball4(rows: &mut [f64], dim: usize) -> usize {
             r.iter_mut().for_each(|v| *v /= norm);
         }
     }
-    if norms4(rows, dim).iter().any(|&n| n > 1.0) {
+    // A row left alone has the norm just computed, at most 1: only a divided row can need
+    // the shrink.
+    if projected > 0 && norms4(rows, dim).iter().any(|&n| n > 1.0) {
         rows.chunks_exact_mut(dim).for_each(shrink_into_ball);
     }
     projected

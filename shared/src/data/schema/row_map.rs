@@ -5,7 +5,9 @@
 //! A block of rows of the common ball map — every feature the identity transform with no numeric
 //! missing marker, no subspace — goes through one loop compiled for the widest SIMD the CPU has
 //! ([`crate::util::simd`]), with the features' constants in arrays: clipping and missing values
-//! as selects, so the divisions by the scales go four or eight at a time. Each value gets the
+//! as selects, so the divisions by the scales go four or eight at a time. Eight rows go through
+//! as one flat pass against the constants repeated eight times, whole vectors whatever the
+//! number of features, and are then copied into their rows. Each value gets the
 //! same operations as in [`Schema::normalise_row`] (clip, subtract the centre, divide by the
 //! scale, multiply by the row scale), each rounded the same way, and the row ends with the same
 //! projection and shrink ([`normalise::into_ball`]): the same bits.
@@ -43,8 +45,18 @@ impl RowsReport {
     }
 }
 
+/// Rows mapped in one flat pass by [`PlainRows`]: [`GROUP`] rows of p values are 8p values, a
+/// whole number of 8-lane vectors whatever p.
+const GROUP: usize = 8;
+
+/// The features' constants repeated [`GROUP`] times, to run alongside a group of rows.
+fn tiled(values: impl Iterator<Item = f64>) -> Vec<f64> {
+    values.collect::<Vec<_>>().repeat(GROUP)
+}
+
 /// The constants of a ball map whose features are all identity transforms without numeric
-/// missing markers, and which has no subspace, one array per constant.
+/// missing markers, and which has no subspace, one array per constant, each tiled [`GROUP`]
+/// times.
 #[derive(Debug, Clone)]
 struct PlainBall {
     lo: Vec<f64>,
@@ -65,10 +77,10 @@ impl PlainBall {
             });
         let f = &schema.features;
         plain.then(|| PlainBall {
-            lo: f.iter().map(|f| f.lo).collect(),
-            hi: f.iter().map(|f| f.hi).collect(),
-            center: f.iter().map(|f| f.center.unwrap_or(0.0)).collect(),
-            scale: f.iter().map(|f| f.scale.unwrap_or(1.0)).collect(),
+            lo: tiled(f.iter().map(|f| f.lo)),
+            hi: tiled(f.iter().map(|f| f.hi)),
+            center: tiled(f.iter().map(|f| f.center.unwrap_or(0.0))),
+            scale: tiled(f.iter().map(|f| f.scale.unwrap_or(1.0))),
         })
     }
 }
@@ -158,35 +170,33 @@ impl Kernel for PlainRows<'_> {
 
     #[inline(always)]
     fn run(self) -> RowsReport {
-        let PlainBall {
-            lo,
-            hi,
-            center,
-            scale,
-        } = self.plain;
-        let p = lo.len();
-        let dim = self.out.len() / (self.raw.len() / p).max(1);
+        let p = self.plain.lo.len() / GROUP;
+        let rows = self.raw.len() / p.max(1);
+        let dim = self.out.len() / rows.max(1);
         let mut report = RowsReport::default();
-        for (r, o) in self.raw.chunks_exact(p).zip(self.out.chunks_exact_mut(dim)) {
-            let (mut clipped, mut missing) = (0, 0);
-            let constants = lo.iter().zip(hi).zip(center.iter().zip(scale));
-            for ((zj, &v), ((&lo, &hi), (&center, &scale))) in o.iter_mut().zip(r).zip(constants) {
-                let nan = v.is_nan();
-                let (below, above) = (v < lo, v > hi);
-                let c = if below {
-                    lo
-                } else if above {
-                    hi
-                } else {
-                    v
-                };
-                let value = if nan { 0.0 } else { (c - center) / scale };
-                *zj = value * self.ball.row_scale;
-                clipped += usize::from(below | above);
-                missing += usize::from(nan);
+        // Groups of GROUP rows: their GROUP · p values in one flat pass against the tiled
+        // constants (whole vectors, no per-row remainder), then copied into their rows.
+        let mut flat = vec![0.0; GROUP * p];
+        let mut raw_groups = self.raw.chunks_exact(GROUP * p);
+        let mut out_groups = self.out.chunks_exact_mut(GROUP * dim);
+        for (r, o) in (&mut raw_groups).zip(&mut out_groups) {
+            let (clipped, missing) = map_values(self.plain, self.ball.row_scale, r, &mut flat);
+            for (z, row) in flat.chunks_exact(p).zip(o.chunks_exact_mut(dim)) {
+                row[..p].copy_from_slice(z);
+                if let Some(a) = self.ball.intercept {
+                    row[p] = a;
+                }
             }
+            report.clipped += clipped;
+            report.missing += missing;
+        }
+        // The last rows (fewer than GROUP), one at a time against the first p constants.
+        let rest = raw_groups.remainder();
+        let rest_out = out_groups.into_remainder();
+        for (r, row) in rest.chunks_exact(p).zip(rest_out.chunks_exact_mut(dim)) {
+            let (clipped, missing) = map_values(self.plain, self.ball.row_scale, r, &mut row[..p]);
             if let Some(a) = self.ball.intercept {
-                o[p] = a;
+                row[p] = a;
             }
             report.clipped += clipped;
             report.missing += missing;
@@ -203,6 +213,34 @@ impl Kernel for PlainRows<'_> {
     }
 }
 
+/// Clip, centre, scale and row scale of `raw`'s values into `out` (as many), against the first
+/// `raw.len()` of `plain`'s tiled constants: (values clipped, values missing).
+#[inline(always)]
+fn map_values(plain: &PlainBall, row_scale: f64, raw: &[f64], out: &mut [f64]) -> (usize, usize) {
+    let (mut clipped, mut missing) = (0, 0);
+    let constants = plain
+        .lo
+        .iter()
+        .zip(&plain.hi)
+        .zip(plain.center.iter().zip(&plain.scale));
+    for ((zj, &v), ((&lo, &hi), (&center, &scale))) in out.iter_mut().zip(raw).zip(constants) {
+        let nan = v.is_nan();
+        let (below, above) = (v < lo, v > hi);
+        let c = if below {
+            lo
+        } else if above {
+            hi
+        } else {
+            v
+        };
+        let value = if nan { 0.0 } else { (c - center) / scale };
+        *zj = value * row_scale;
+        clipped += usize::from(below | above);
+        missing += usize::from(nan);
+    }
+    (clipped, missing)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +254,23 @@ mod tests {
              {{ name = 'b', lo = 0.0, hi = 10.0, center = 4.0, scale = 3.0 }}{extra}]\n"
         );
         Schema::from_toml_str(&text, "t").expect("schema")
+    }
+
+    /// Maps `raw` as one block and asserts that every row has the bits, and the block the
+    /// report, of [`Schema::normalise_row`] one row at a time; the block's report.
+    fn block_matches_rows(s: &Schema, raw: &[f64]) -> RowsReport {
+        let p = s.features.len();
+        let mut block = vec![0.0; raw.len() / p * s.dim()];
+        let got = s.row_map().normalise_rows(raw, &mut block);
+        let mut want = RowsReport::default();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for (i, (r, got_row)) in raw.chunks(p).zip(block.chunks(s.dim())).enumerate() {
+            let mut row = vec![0.0; s.dim()];
+            want.add(s.normalise_row(r, &mut row));
+            assert_eq!(bits(got_row), bits(&row), "p = {p}, row {i}: {r:?}");
+        }
+        assert_eq!(got, want, "p = {p}");
+        got
     }
 
     #[test]
@@ -248,24 +303,44 @@ mod tests {
                 .chunks(2)
                 .flat_map(|r| [r[0], r[1], 2.0][..p].to_vec())
                 .collect();
-            let n = raw.len() / p;
-            let mut map = s.row_map();
-            assert_eq!(map.plain.is_some(), extra.is_empty());
-            let mut block = vec![0.0; n * s.dim()];
-            let got = map.normalise_rows(&raw, &mut block);
-            let mut want = RowsReport::default();
-            for (i, r) in raw.chunks(p).enumerate() {
-                let mut row = vec![0.0; s.dim()];
-                want.add(s.normalise_row(r, &mut row));
-                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                assert_eq!(
-                    bits(&block[i * s.dim()..(i + 1) * s.dim()]),
-                    bits(&row),
-                    "{r:?}"
-                );
-            }
-            assert_eq!(got, want);
+            assert_eq!(s.row_map().plain.is_some(), extra.is_empty());
+            let got = block_matches_rows(&s, &raw);
             assert!(got.clipped > 0 && got.missing > 0 && got.projected > 0);
+        }
+    }
+
+    #[test]
+    fn grouped_rows_of_any_width_have_the_bits_of_one_row_at_a_time() {
+        let values = [
+            -5.0,
+            -1.0,
+            -0.25,
+            0.0,
+            0.5,
+            1.0,
+            1.75,
+            2.0,
+            9.0,
+            f64::NAN,
+            f64::INFINITY,
+        ];
+        for p in [1, 3, 5, 8, 20] {
+            let features: Vec<String> = (0..p)
+                .map(|j| format!("{{ name = 'f{j}', lo = -1.0, hi = {}.0 }}", j + 1))
+                .collect();
+            let text = format!(
+                "name = 't'\nintercept = true\nlabel = {{ column = 'y', positive = '1', negative = '0' }}\n\
+                 features = [{}]\n",
+                features.join(", ")
+            );
+            let s = Schema::from_toml_str(&text, "t").expect("schema");
+            // Whole groups of GROUP rows and a remainder of 5.
+            let n = 3 * GROUP + 5;
+            let raw: Vec<f64> = (0..n * p)
+                .map(|i| values[(i * 7 + i / 3) % values.len()])
+                .collect();
+            assert!(s.row_map().plain.is_some());
+            block_matches_rows(&s, &raw);
         }
     }
 }
