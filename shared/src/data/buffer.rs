@@ -38,16 +38,12 @@ impl FeatureBuffer {
         {
             return Self(Storage::Mapped(map));
         }
-        Self::heap(vec![0.0; len])
-    }
-
-    /// `values`, on the heap, as given.
-    pub fn heap(values: Vec<f64>) -> Self {
-        Self(Storage::Heap(values))
+        Self::from(vec![0.0; len])
     }
 
     /// True when the buffer is a memory map advised for huge pages.
-    pub fn is_mapped(&self) -> bool {
+    #[cfg(test)]
+    fn is_mapped(&self) -> bool {
         !matches!(self.0, Storage::Heap(_))
     }
 }
@@ -89,9 +85,10 @@ impl DerefMut for FeatureBuffer {
     }
 }
 
+/// `values`, on the heap, as given.
 impl From<Vec<f64>> for FeatureBuffer {
     fn from(values: Vec<f64>) -> Self {
-        Self::heap(values)
+        Self(Storage::Heap(values))
     }
 }
 
@@ -123,7 +120,7 @@ impl serde::Serialize for FeatureBuffer {
 
 impl<'de> serde::Deserialize<'de> for FeatureBuffer {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Vec::<f64>::deserialize(d).map(Self::heap)
+        Vec::<f64>::deserialize(d).map(Self::from)
     }
 }
 

@@ -1,10 +1,11 @@
 //! An in-memory, already-normalised labelled dataset.
 //!
 //! Rows are stored row-major in one contiguous buffer ([`FeatureBuffer`]: a `Vec`, or huge pages
-//! for a large map's rows) so that solver passes stream through
-//! memory once. Labels are ±1. A `Dataset` does not know where its rows came from; the invariant
-//! that every row satisfies ||x||₂ ≤ 1 is established by [`crate::data::csv`] (schema normalisation)
-//! and [`crate::data::synthetic`] (unit-sphere data) and checked by [`Dataset::max_row_norm`] in tests.
+//! for a large map's rows) so that solver passes stream through memory once. Labels are ±1. A
+//! `Dataset` does not know where its rows came from; the invariant that every row satisfies
+//! ||x||₂ ≤ 1 is established by [`crate::data::csv`] (schema normalisation) and
+//! [`crate::data::synthetic`] (unit-sphere data), and checked with [`Dataset::max_row_norm`]
+//! before every release (`Mechanism::release`, [`crate::privacy::mechanism`]).
 
 use crate::data::buffer::FeatureBuffer;
 use serde::{Deserialize, Serialize};
