@@ -141,6 +141,9 @@ impl RowMap<'_> {
             raw.len() == rows * p && out.len() == rows * dim,
             "raw and mapped rows do not match"
         );
+        if rows == 0 {
+            return RowsReport::default();
+        }
         if let Some(plain) = &self.plain {
             return vectorised(PlainRows {
                 plain,
@@ -341,6 +344,7 @@ mod tests {
                 .collect();
             assert!(s.row_map().plain.is_some());
             block_matches_rows(&s, &raw);
+            assert_eq!(block_matches_rows(&s, &[]), RowsReport::default());
         }
     }
 }
