@@ -5,8 +5,9 @@ Prints (and with ``--out FILE`` writes as Markdown):
 1. **Speed.** Fits of n × 20 (n = 1e5 and 1e6) on the same synthetic rows at ε = 1 with
    ``dpagg.LogisticRegression`` (objective perturbation, the default) and diffprivlib's
    ``LogisticRegression`` (Chaudhuri et al.'s objective perturbation, vector mechanism), median of
-   ``--repeats`` fits each (after a pause, see ``timed``), and the ratio; and how long the map of the rows into the unit ball
-   takes on its own (``map_.transform``).
+   ``--repeats`` fits each (after a pause, see ``timed``), and the ratio, also against
+   diffprivlib with numpy's BLAS on one thread; and how long the map of the rows into the unit
+   ball takes on its own (``map_.transform``).
 2. **Accuracy at ε = 1** on the bundled Diabetes and Breast Cancer data, ``--trials`` random 80/20
    splits (seed 1), the same split for every learner (paired): dpagg with the data's public
    schema; diffprivlib as a user would run it with the same public information (rows clipped to
