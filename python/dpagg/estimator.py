@@ -26,7 +26,7 @@ import numpy as np
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import assert_all_finite, check_is_fitted, validate_data
 
 from . import _native
 from .accountant import mechanism_curve
@@ -193,8 +193,10 @@ class LogisticRegression(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         """Trains the private learner on (X, y); y must have exactly two classes. (No
         ``sample_weight``: weights would change the privacy analysis.)"""
+        # X's NaN and ±∞ are refused by the core while it maps the rows (a ValueError worded
+        # as scikit-learn's, before anything is released), which spares a pass over X here.
         X_checked, y = validate_data(
-            self, self._schema_columns(X), y, dtype=np.float64, order="C"
+            self, self._schema_columns(X), y, dtype=np.float64, order="C", ensure_all_finite=False
         )
         self.classes_, signed = _binary_labels(y)
         names = list(getattr(self, "feature_names_in_", [])) or None
@@ -203,6 +205,9 @@ class LogisticRegression(ClassifierMixin, BaseEstimator):
         options = {k: float(v) for k, v in (self.options or {}).items()}
         seed = _seed(self.random_state)
         if self.accountant is not None:
+            # A fit refused for its input must not spend the budget: here X's NaN and ±∞ are
+            # refused before the charge, not by the core after it.
+            assert_all_finite(X_checked, estimator_name=type(self).__name__, input_name="X")
             self.accountant.charge(
                 mechanism_curve(self.mechanism, self.epsilon, self.delta, self.lambda_, options)
             )

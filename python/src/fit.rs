@@ -87,7 +87,8 @@ pub fn guarantee(
     ))
 }
 
-/// Trains `mechanism` on the rows of `x` mapped by `map`, with labels `y` in {−1, +1}.
+/// Trains `mechanism` on the rows of `x` mapped by `map`, with labels `y` in {−1, +1}; a
+/// `ValueError` (and no release) when `x` holds NaN or ±∞, with scikit-learn's wording.
 /// Returns (coefficients, release metadata as JSON, values clipped, rows projected).
 #[pyfunction]
 #[pyo3(signature = (map, x, y, mechanism, epsilon, delta, lambda_, options, seed))]
@@ -125,13 +126,19 @@ pub fn fit(
         None => NoiseSource::secure().map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
     };
     let dim = map.schema.dim();
-    let released = py.detach(|| {
+    let (mapped, done) = py.detach(|| {
         let mut mapped = FeatureBuffer::zeroed(labels.len() * dim);
         let done = map.map_rows(rows, &mut mapped);
-        let data = Dataset::from_buffer(mapped, labels.to_vec(), dim);
-        mechanism.release(&data, &mut noise).map(|r| (r, done))
+        (mapped, done)
     });
-    let (release, done) = released.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    // X's finiteness is checked here, in the map's own pass, not by a pass of its own in
+    // Python; nothing is released from rows that hold NaN or ±∞.
+    done.require_finite()?;
+    let released = py.detach(|| {
+        let data = Dataset::from_buffer(mapped, labels.to_vec(), dim);
+        mechanism.release(&data, &mut noise)
+    });
+    let release = released.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     let metadata = serde_json::to_string(&release.metadata).map_err(value_error)?;
     Ok((
         release.classifier.coefficients().to_vec(),

@@ -19,11 +19,43 @@ pub struct Map {
     pub(crate) schema: Schema,
 }
 
-/// What mapping a block of rows did.
+/// What mapping a block of rows did, and what it met.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Mapped {
     pub(crate) clipped: usize,
     pub(crate) projected: usize,
+    /// Raw values that were NaN (the map reads them as missing).
+    pub(crate) nan: usize,
+    /// Raw values that were ±∞ (the map clips them to the bounds).
+    pub(crate) infinite: usize,
+}
+
+impl Mapped {
+    fn add(self, other: Mapped) -> Mapped {
+        Mapped {
+            clipped: self.clipped + other.clipped,
+            projected: self.projected + other.projected,
+            nan: self.nan + other.nan,
+            infinite: self.infinite + other.infinite,
+        }
+    }
+
+    /// scikit-learn's error for X with NaN or ±∞ (its estimators refuse them), if any.
+    pub(crate) fn require_finite(&self) -> PyResult<()> {
+        if self.nan > 0 {
+            return Err(PyValueError::new_err(format!(
+                "Input X contains NaN ({} value(s)); dpagg's estimators do not accept missing values encoded as NaN",
+                self.nan
+            )));
+        }
+        if self.infinite > 0 {
+            return Err(PyValueError::new_err(format!(
+                "Input X contains infinity ({} value(s)) or a value too large for dtype('float64')",
+                self.infinite
+            )));
+        }
+        Ok(())
+    }
 }
 
 impl Map {
@@ -36,16 +68,22 @@ impl Map {
         rows.par_chunks(BLOCK * p.max(1))
             .zip(out.par_chunks_mut(BLOCK * dim))
             .map(|(raw, x)| {
+                // Counted on the block just before it is mapped, while it is in cache; counted,
+                // not `any`, so that the loop is vectorised.
+                let non_finite = raw.iter().filter(|v| !v.is_finite()).count();
+                let nan = match non_finite {
+                    0 => 0,
+                    _ => raw.iter().filter(|v| v.is_nan()).count(),
+                };
                 let done = self.schema.row_map().normalise_rows(raw, x);
                 Mapped {
                     clipped: done.clipped,
                     projected: done.projected,
+                    nan,
+                    infinite: non_finite - nan,
                 }
             })
-            .reduce(Mapped::default, |a, b| Mapped {
-                clipped: a.clipped + b.clipped,
-                projected: a.projected + b.projected,
-            })
+            .reduce(Mapped::default, Mapped::add)
     }
 
     /// The rows of `x`, contiguous, after checking their width.

@@ -83,6 +83,18 @@ def test_the_budget_refuses_the_fit_that_would_exceed_it_and_charges_nothing_for
     assert budget.remaining()[0] == pytest.approx(0.0, abs=1e-12)
 
 
+@pytest.mark.parametrize("bad, word", [(np.nan, "NaN"), (np.inf, "infinity"), (-np.inf, "infinity")])
+def test_nan_and_infinity_in_x_are_refused_before_any_release_or_charge(bad, word):
+    X, y = blobs()
+    X[1234, 2] = bad
+    with pytest.raises(ValueError, match=f"Input X contains {word}"):
+        dpagg.LogisticRegression(bounds=(-4, 4)).fit(X, y)
+    budget = dpagg.Budget(epsilon=1.0)
+    with pytest.raises(ValueError, match=f"Input X contains {word}"):
+        dpagg.LogisticRegression(bounds=(-4, 4), accountant=budget).fit(X, y)
+    assert budget.spent() == (0.0, 0.0) and len(budget) == 0
+
+
 def test_the_budget_composes_dp_sgd_by_its_rdp_curve_not_by_adding():
     budget = dpagg.Budget(epsilon=10.0, delta=1e-3)
     curve = dpagg.mechanism_curve("dp-sgd", 1.0, 1e-5)
