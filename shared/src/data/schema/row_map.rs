@@ -148,6 +148,8 @@ impl RowMap<'_> {
             return vectorised(PlainRows {
                 plain,
                 ball: self.ball,
+                p,
+                dim,
                 raw,
                 out,
             });
@@ -164,6 +166,9 @@ impl RowMap<'_> {
 struct PlainRows<'a> {
     plain: &'a PlainBall,
     ball: BallRow,
+    /// Values per raw row (at least 1) and per mapped row.
+    p: usize,
+    dim: usize,
     raw: &'a [f64],
     out: &'a mut [f64],
 }
@@ -173,9 +178,7 @@ impl Kernel for PlainRows<'_> {
 
     #[inline(always)]
     fn run(self) -> RowsReport {
-        let p = self.plain.lo.len() / GROUP;
-        let rows = self.raw.len() / p.max(1);
-        let dim = self.out.len() / rows.max(1);
+        let (p, dim) = (self.p, self.dim);
         let mut report = RowsReport::default();
         // Groups of GROUP rows: their GROUP · p values in one flat pass against the tiled
         // constants (whole vectors, no per-row remainder), then copied into their rows.
