@@ -83,11 +83,10 @@ impl PrivacyGuarantee {
         if steps == 1 {
             return Some(*self);
         }
-        let chain = geometric_sum(self.epsilon, steps);
         Some(PrivacyGuarantee {
             epsilon: f64::from(steps) * self.epsilon,
             delta: if self.delta > 0.0 {
-                chain * self.delta
+                chained_delta(self.epsilon, self.delta, steps)
             } else {
                 0.0
             },
@@ -125,6 +124,22 @@ impl PrivacyGuarantee {
             }
         }
     }
+}
+
+/// δ·Σ_{i<k} e^{iε}, the δ of group privacy at distance k ([`PrivacyGuarantee::map`]): the
+/// product of [`geometric_sum`] and δ, or, where that sum overflows f64 (kε beyond about 709)
+/// while the product need not, the product taken in logarithms,
+/// exp(ln δ + (k − 1)ε + ln(1 − e^{−kε}) − ln(1 − e^{−ε})). Infinite only where the product
+/// itself is beyond f64 (a δ above 1 says nothing either way).
+fn chained_delta(epsilon: f64, delta: f64, k: u32) -> f64 {
+    let chain = geometric_sum(epsilon, k);
+    if chain.is_finite() {
+        return chain * delta;
+    }
+    // An infinite sum needs e^{iε} to overflow for some i < k, so ε > 0 here.
+    let largest = f64::from(k - 1) * epsilon;
+    let tail = (-(-f64::from(k) * epsilon).exp_m1()).ln() - (-(-epsilon).exp_m1()).ln();
+    (delta.ln() + largest + tail).exp()
 }
 
 /// Σ_{i<k} e^{iε}, the factor of δ in group privacy at distance k ([`PrivacyGuarantee::map`]).
@@ -337,5 +352,26 @@ mod tests {
         let (at_64, at_65) = (geometric_sum(0.01, 64), geometric_sum(0.01, 65));
         assert!((at_65 - at_64 - 0.64f64.exp()).abs() <= 1e-12 * at_65);
         assert_eq!(geometric_sum(0.0, 1000), 1000.0);
+    }
+
+    #[test]
+    fn a_chained_delta_is_finite_where_only_its_sum_overflows() {
+        // 68 steps at ε ≈ 10.46: e^{68ε} overflows f64, but δ·Σ_{i<68} e^{iε} ≈ 1.4e292 does not,
+        // and must stay within the lemma's 68·e^{67ε}·δ.
+        let g = PrivacyGuarantee::add_remove_one(10.458409023160922, 1e-12);
+        assert!(geometric_sum(g.epsilon, 68).is_infinite());
+        let near = g.map(AddRemoveOne, 68).expect("derivable");
+        let lemma = 68.0 * (67.0 * g.epsilon).exp() * g.delta;
+        assert!(
+            near.delta.is_finite() && near.delta <= lemma,
+            "{} > {lemma}",
+            near.delta
+        );
+        // It equals the sum's dominant terms e^{67ε}·(1 + e^{−ε} + …)·δ to rounding.
+        let dominant = (67.0 * g.epsilon).exp() * g.delta / (1.0 - (-g.epsilon).exp());
+        assert!((near.delta / dominant - 1.0).abs() <= 1e-12);
+        // Where the product itself is beyond f64 it is infinite, never a finite understatement.
+        let huge = PrivacyGuarantee::add_remove_one(20.0, 0.1).map(AddRemoveOne, 100);
+        assert_eq!(huge.map(|h| h.delta), Some(f64::INFINITY));
     }
 }
