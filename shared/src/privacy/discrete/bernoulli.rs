@@ -10,18 +10,27 @@
 //! floating point. The expected number of uniform draws is at most about e + 1.6 (one
 //! Bernoulli(e^{−1}) loop fails with probability 1 − e^{−1} at each step).
 
-use super::rational::{Ratio, bernoulli};
+use super::rational::{Ratio, bernoulli, uniform_below_u128};
 use crate::privacy::noise::NoiseSource;
 use num_bigint::BigUint;
-use num_traits::{One, Zero};
+use num_traits::{One, ToPrimitive, Zero};
 
 /// A draw of Bernoulli(exp(−γ)) for the rational γ = `gamma` ≥ 0 (Algorithm 1; module docs).
 pub fn bernoulli_exp(gamma: &Ratio, rng: &mut NoiseSource) -> bool {
     bernoulli_exp_parts(gamma.num(), gamma.den(), rng)
 }
 
-/// Bernoulli(exp(−num/den)) for den > 0 (Algorithm 1 for any γ ≥ 0).
+/// Bernoulli(exp(−num/den)) for den > 0 (Algorithm 1 for any γ ≥ 0). Below 2^128 it runs in
+/// machine integers ([`bernoulli_exp_u128`]), with the same draws and the same result.
 pub(crate) fn bernoulli_exp_parts(num: &BigUint, den: &BigUint, rng: &mut NoiseSource) -> bool {
+    if let (Some(n), Some(d)) = (num.to_u128(), den.to_u128()) {
+        return bernoulli_exp_u128(n, d, rng);
+    }
+    bernoulli_exp_big(num, den, rng)
+}
+
+/// [`bernoulli_exp_parts`] in big integers only.
+fn bernoulli_exp_big(num: &BigUint, den: &BigUint, rng: &mut NoiseSource) -> bool {
     if num <= den {
         return bernoulli_exp_at_most_one(num, den, rng);
     }
@@ -47,8 +56,39 @@ fn bernoulli_exp_at_most_one(num: &BigUint, den: &BigUint, rng: &mut NoiseSource
     k % 2 == 1
 }
 
+/// Bernoulli(exp(−num/den)) for den > 0 in machine integers: the steps of the big-integer
+/// path, each Bernoulli(a/b) the same comparison of the same uniform draw
+/// ([`uniform_below_u128`]); a product den·K beyond 2^128 is formed in big integers.
+pub(crate) fn bernoulli_exp_u128(num: u128, den: u128, rng: &mut NoiseSource) -> bool {
+    if num <= den {
+        return at_most_one_u128(num, den, rng);
+    }
+    for _ in 0..num / den {
+        if !at_most_one_u128(1, 1, rng) {
+            return false;
+        }
+    }
+    at_most_one_u128(num % den, den, rng)
+}
+
+/// [`bernoulli_exp_at_most_one`] for num ≤ den < 2^128.
+fn at_most_one_u128(num: u128, den: u128, rng: &mut NoiseSource) -> bool {
+    let mut k: u64 = 1;
+    loop {
+        let success = match den.checked_mul(u128::from(k)) {
+            Some(dk) => uniform_below_u128(dk, rng) < num,
+            None => bernoulli(&BigUint::from(num), &(BigUint::from(den) * k), rng),
+        };
+        if !success {
+            return k % 2 == 1;
+        }
+        k += 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::super::testing::assert_same_draws;
     use super::*;
 
     /// Frequency of successes over `draws`, and whether it is within 5 standard errors of p.
@@ -96,6 +136,32 @@ mod tests {
         assert!(!within_five_se(floor, draws, (-2.75f64).exp()), "{floor}");
         let small = frequency(0.025, draws, 42);
         assert!(!within_five_se(small, draws, (-0.05f64).exp()), "{small}");
+    }
+
+    #[test]
+    fn the_machine_integer_path_draws_what_the_big_integer_path_draws() {
+        // Pairs on both sides of 2^64 and up to 2^128, γ below and above 1: the same seed gives
+        // the same outcomes and leaves the source in the same state.
+        let two = |e: u32| 1u128 << e;
+        let pairs = [
+            (1, 1),
+            (3, 7),
+            (7, 3),
+            (5, two(63) + 3),
+            (two(64) - 1, two(64) + 1),
+            (two(64) + 1, two(64) - 1),
+            (two(100) / 3, two(96) + 12_345),
+            (12_345 * two(40), two(106) + 1),
+            (u128::MAX / 3, u128::MAX / 2),
+            (u128::MAX, u128::MAX / 5),
+        ];
+        for (i, (num, den)) in pairs.into_iter().enumerate() {
+            let (n, d) = (BigUint::from(num), BigUint::from(den));
+            let fast = |rng: &mut NoiseSource| bernoulli_exp_u128(num, den, rng);
+            assert_same_draws(60 + i as u64, 2_000, fast, |rng| {
+                bernoulli_exp_big(&n, &d, rng)
+            });
+        }
     }
 
     #[test]

@@ -33,12 +33,12 @@
 //! [`super::laplace`] does (post-processing, probability below e^{−2^100} for σ ≤ 2^48).
 
 use super::DiscreteError;
-use super::bernoulli::bernoulli_exp_parts;
-use super::laplace::{DiscreteLaplace, signed};
+use super::bernoulli::{bernoulli_exp_parts, bernoulli_exp_u128};
+use super::laplace::{DiscreteLaplace, sample_small, signed, signed_u128};
 use super::rational::Ratio;
 use crate::privacy::noise::NoiseSource;
 use num_bigint::BigUint;
-use num_traits::One;
+use num_traits::{One, ToPrimitive};
 
 /// N_ℤ(0, σ²) for a rational σ² > 0.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +47,60 @@ pub struct DiscreteGaussian {
     /// t = ⌊σ⌋ + 1.
     t: BigUint,
     proposal: DiscreteLaplace,
+    /// The constants of γ when they are below 2^128 (and t below 2^64): sampled in machine
+    /// integers.
+    small: Option<Small>,
+}
+
+/// σ² = p/q, t, q·t and γ's denominator 2·p·q·t² in machine integers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Small {
+    p: u128,
+    t: u64,
+    qt: u128,
+    den: u128,
+}
+
+impl Small {
+    /// The constants of `sigma2` with proposal scale `t`, when all fit.
+    fn of(sigma2: &Ratio, t: Option<u64>) -> Option<Self> {
+        let (p, q, t) = (sigma2.num().to_u128()?, sigma2.den().to_u128()?, t?);
+        let qt = q.checked_mul(u128::from(t))?;
+        let den = p
+            .checked_mul(qt)?
+            .checked_mul(u128::from(t))?
+            .checked_mul(2)?;
+        Some(Self { p, t, qt, den })
+    }
+
+    /// One accepted Y (Algorithm 3) with the draws of the big-integer path: the proposal's
+    /// machine-integer path, then Bernoulli(e^{−γ}) for γ = (|Y|·q·t − p)²/den, formed in big
+    /// integers where a product passes 2^128.
+    fn sample(self, rng: &mut NoiseSource) -> (bool, u128) {
+        loop {
+            let (negative, y) = sample_small(self.t, 1, rng);
+            let accepted = match y.checked_mul(self.qt) {
+                Some(yqt) => {
+                    let diff = yqt.abs_diff(self.p);
+                    match diff.checked_mul(diff) {
+                        Some(square) => bernoulli_exp_u128(square, self.den, rng),
+                        None => {
+                            let diff = BigUint::from(diff);
+                            bernoulli_exp_parts(&(&diff * &diff), &BigUint::from(self.den), rng)
+                        }
+                    }
+                }
+                None => {
+                    let (yqt, p) = (BigUint::from(y) * self.qt, BigUint::from(self.p));
+                    let diff = if yqt >= p { yqt - p } else { p - yqt };
+                    bernoulli_exp_parts(&(&diff * &diff), &BigUint::from(self.den), rng)
+                }
+            };
+            if accepted {
+                return (negative, y);
+            }
+        }
+    }
 }
 
 impl DiscreteGaussian {
@@ -61,10 +115,12 @@ impl DiscreteGaussian {
         }
         let t = sigma2.floor_sqrt() + BigUint::one();
         let proposal = DiscreteLaplace::new(Ratio::whole(t.clone()))?;
+        let small = Small::of(&sigma2, proposal.small_integer_scale());
         Ok(Self {
             sigma2,
             t,
             proposal,
+            small,
         })
     }
 
@@ -87,6 +143,17 @@ impl DiscreteGaussian {
 
     /// One sample as (negative, |z|) — exact (Algorithm 3; module docs).
     pub fn sample_parts(&self, rng: &mut NoiseSource) -> (bool, BigUint) {
+        match self.small {
+            Some(small) => {
+                let (negative, y) = small.sample(rng);
+                (negative, BigUint::from(y))
+            }
+            None => self.sample_big(rng),
+        }
+    }
+
+    /// [`Self::sample_parts`] in big integers only.
+    fn sample_big(&self, rng: &mut NoiseSource) -> (bool, BigUint) {
         let (p, q) = (self.sigma2.num(), self.sigma2.den());
         let t = &self.t;
         // γ's denominator 2·p·q·t² does not depend on Y.
@@ -104,14 +171,24 @@ impl DiscreteGaussian {
 
     /// One sample as an integer, saturating beyond ±(2^127 − 1) (module docs).
     pub fn sample(&self, rng: &mut NoiseSource) -> i128 {
-        let (negative, magnitude) = self.sample_parts(rng);
-        signed(negative, &magnitude)
+        match self.small {
+            Some(small) => {
+                let (negative, y) = small.sample(rng);
+                signed_u128(negative, y)
+            }
+            None => {
+                let (negative, magnitude) = self.sample_big(rng);
+                signed(negative, &magnitude)
+            }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{chi_square_by_cdf, discrete_gaussian_cdf, draws, edges_for};
+    use super::super::testing::{
+        assert_same_draws, chi_square_by_cdf, discrete_gaussian_cdf, draws, edges_for,
+    };
     use super::*;
 
     const DRAWS: usize = 40_000;
@@ -168,6 +245,32 @@ mod tests {
             (var - 9.0).abs() < 5.0 * (162.0 / s.len() as f64).sqrt(),
             "{var}"
         );
+    }
+
+    #[test]
+    fn the_machine_integer_path_draws_what_the_big_integer_path_draws() {
+        // A grid's cell variance (about 2^40), small and non-dyadic-looking variances, and one
+        // beyond the largest the grid allows, where (|Y|·q·t − p)² can pass 2^128: the same
+        // seed, the same samples.
+        for (i, sigma2) in [
+            0.3,
+            1.0,
+            7.25,
+            1.37 * 2f64.powi(40),
+            2f64.powi(60) / 3.0,
+            2f64.powi(62),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let law = DiscreteGaussian::from_f64(sigma2).expect("valid");
+            assert!(law.small.is_some(), "{sigma2}");
+            let big = |rng: &mut NoiseSource| law.sample_big(rng);
+            assert_same_draws(90 + i as u64, 1_000, |rng| law.sample_parts(rng), big);
+        }
+        // γ's denominator beyond 2^128 takes the big-integer path.
+        let wide = DiscreteGaussian::from_f64(2f64.powi(96)).expect("valid");
+        assert_eq!(wide.small, None);
     }
 
     #[test]

@@ -22,8 +22,8 @@
 //! 2^100.
 
 use super::DiscreteError;
-use super::bernoulli::bernoulli_exp_parts;
-use super::rational::{Ratio, uniform_below};
+use super::bernoulli::{bernoulli_exp_parts, bernoulli_exp_u128};
+use super::rational::{Ratio, uniform_below, uniform_below_u64};
 use crate::privacy::noise::NoiseSource;
 use num_bigint::BigUint;
 use num_traits::{ToPrimitive, Zero};
@@ -33,6 +33,8 @@ use rand::RngExt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiscreteLaplace {
     scale: Ratio,
+    /// (a, b) of t = a/b when both are below 2^64: sampled in machine integers.
+    small: Option<(u64, u64)>,
 }
 
 impl DiscreteLaplace {
@@ -45,7 +47,8 @@ impl DiscreteLaplace {
                 needs: "must be > 0",
             });
         }
-        Ok(Self { scale })
+        let small = scale.num().to_u64().zip(scale.den().to_u64());
+        Ok(Self { scale, small })
     }
 
     /// The law with scale t = the exact value of the double `scale` (finite, > 0).
@@ -79,6 +82,17 @@ impl DiscreteLaplace {
 
     /// One sample as (negative, |z|) — exact (Algorithm 2; module docs).
     pub fn sample_parts(&self, rng: &mut NoiseSource) -> (bool, BigUint) {
+        match self.small {
+            Some((a, b)) => {
+                let (negative, y) = sample_small(a, b, rng);
+                (negative, BigUint::from(y))
+            }
+            None => self.sample_big(rng),
+        }
+    }
+
+    /// [`Self::sample_parts`] in big integers only.
+    fn sample_big(&self, rng: &mut NoiseSource) -> (bool, BigUint) {
         let (a, b) = (self.scale.num(), self.scale.den());
         loop {
             let u = uniform_below(a, rng);
@@ -102,8 +116,45 @@ impl DiscreteLaplace {
 
     /// One sample as an integer, saturating beyond ±(2^127 − 1) (module docs).
     pub fn sample(&self, rng: &mut NoiseSource) -> i128 {
-        let (negative, magnitude) = self.sample_parts(rng);
-        signed(negative, &magnitude)
+        match self.small {
+            Some((a, b)) => {
+                let (negative, y) = sample_small(a, b, rng);
+                signed_u128(negative, y)
+            }
+            None => {
+                let (negative, magnitude) = self.sample_big(rng);
+                signed(negative, &magnitude)
+            }
+        }
+    }
+
+    /// t = a as an integer below 2^64, when it is one (the discrete Gaussian's proposal).
+    pub(crate) fn small_integer_scale(&self) -> Option<u64> {
+        self.small.filter(|&(_, b)| b == 1).map(|(a, _)| a)
+    }
+}
+
+/// Algorithm 2 for t = a/b with a, b < 2^64, in machine integers: the steps of
+/// [`DiscreteLaplace::sample_parts`]'s big-integer path with the same draws
+/// ([`uniform_below_u64`], [`bernoulli_exp_u128`]), so the same sample from the same state.
+/// U + a·V < a·2^64 ≤ 2^128 for any V below 2^64.
+pub(crate) fn sample_small(a: u64, b: u64, rng: &mut NoiseSource) -> (bool, u128) {
+    let wide = u128::from(a);
+    loop {
+        let u = u128::from(uniform_below_u64(a, rng));
+        if !bernoulli_exp_u128(u, wide, rng) {
+            continue;
+        }
+        let mut v: u64 = 0;
+        while bernoulli_exp_u128(1, 1, rng) {
+            v += 1;
+        }
+        let y = (u + wide * u128::from(v)) / u128::from(b);
+        let negative = rng.random::<bool>();
+        if negative && y == 0 {
+            continue;
+        }
+        return (negative, y);
     }
 }
 
@@ -113,9 +164,17 @@ pub(crate) fn signed(negative: bool, magnitude: &BigUint) -> i128 {
     if negative { -m } else { m }
 }
 
+/// [`signed`] for a magnitude below 2^128.
+pub(crate) fn signed_u128(negative: bool, magnitude: u128) -> i128 {
+    let m = i128::try_from(magnitude).unwrap_or(i128::MAX);
+    if negative { -m } else { m }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{chi_square_by_cdf, discrete_laplace_cdf, draws, edges_for};
+    use super::super::testing::{
+        assert_same_draws, chi_square_by_cdf, discrete_laplace_cdf, draws, edges_for,
+    };
     use super::*;
 
     const DRAWS: usize = 40_000;
@@ -171,6 +230,27 @@ mod tests {
         assert!(chi_square_by_cdf(&s, &edges, &cdf) > 1e-3);
         let half = samples(&DiscreteLaplace::from_f64(scale / 2.0).expect("valid"), 301);
         assert!(chi_square_by_cdf(&half, &edges, &cdf) < 1e-6);
+    }
+
+    #[test]
+    fn the_machine_integer_path_draws_what_the_big_integer_path_draws() {
+        // Integer and dyadic scales, small and near 2^64: the same seed, the same samples.
+        for (i, scale) in [0.4, 1.0, 3.0, 1234.5678, 2f64.powi(40) + 1.0, 2f64.powi(63)]
+            .into_iter()
+            .enumerate()
+        {
+            let law = DiscreteLaplace::from_f64(scale).expect("valid");
+            assert!(law.small.is_some(), "{scale}");
+            let big = |rng: &mut NoiseSource| law.sample_big(rng);
+            assert_same_draws(80 + i as u64, 1_000, |rng| law.sample_parts(rng), big);
+        }
+        // A scale beyond 2^64 takes the big-integer path.
+        assert_eq!(
+            DiscreteLaplace::from_f64(2f64.powi(70))
+                .expect("valid")
+                .small,
+            None
+        );
     }
 
     #[test]

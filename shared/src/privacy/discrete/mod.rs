@@ -29,6 +29,14 @@
 //!   in integers, with discrete Gaussian noise: DP-SGD's noisy batch sum. [`BernoulliF64`]
 //!   (in [`rational`]) draws its Poisson batches with the exact inclusion probability.
 //!
+//! **Machine integers where they suffice.** The algorithms are stated over big integers; where
+//! every number a step forms is below 2^128 (the grid's discrete Gaussians, whose γ has a
+//! denominator near 2^106, and every scale of a few dozen bits), the same steps run in `u128`.
+//! A uniform integer below n draws the same words from the [`crate::privacy::noise::NoiseSource`]
+//! whichever representation n has ([`rational::uniform_below`]), so each path gives the same
+//! sample from the same state — the law is the big-integer path's, unchanged; the tests of
+//! [`bernoulli`], [`laplace`], [`gaussian`] and [`rational`] compare the two draw for draw.
+//!
 //! **Assumptions.** The [`crate::privacy::noise::NoiseSource`] is a CSPRNG on release paths
 //! (invariant 4); nothing else. Running time is random (geometric numbers of rounds) and depends
 //! on the noise parameters — for the smooth median, on its data-dependent scale — and on the

@@ -142,10 +142,20 @@ impl Ratio {
 }
 
 /// U uniform in {0, …, n − 1} for n > 0 (module docs); 0 when n = 0 (never asked for).
+///
+/// The draws from `rng` depend on n's size only: below 2^64, 64-bit words masked to n − 1's
+/// length ([`uniform_below_u64`]); from 2^64 on, ⌈bits(n)/32⌉ 32-bit words, least significant
+/// first, the last masked to the remaining bits. [`uniform_below_u128`] draws the same words for
+/// the same n, so the two paths give the same U from the same state, bit for bit.
 pub fn uniform_below(n: &BigUint, rng: &mut NoiseSource) -> BigUint {
-    if let Some(small) = n.to_u64() {
-        return BigUint::from(uniform_below_u64(small, rng));
+    match n.to_u128() {
+        Some(small) => BigUint::from(uniform_below_u128(small, rng)),
+        None => uniform_below_words(n, rng),
     }
+}
+
+/// [`uniform_below`] from 32-bit words, for n ≥ 2^64 (any size).
+fn uniform_below_words(n: &BigUint, rng: &mut NoiseSource) -> BigUint {
     let bits = n.bits();
     let words = bits.div_ceil(32) as usize;
     let top_bits = bits - 32 * (words as u64 - 1);
@@ -176,11 +186,39 @@ pub fn uniform_below_u64(n: u64, rng: &mut NoiseSource) -> u64 {
     }
 }
 
+/// U uniform in {0, …, n − 1} for 0 < n < 2^128, in machine integers: the draws of
+/// [`uniform_below`] for the same n (below 2^64 its 64-bit path; above, its 32-bit words in the
+/// same order), so the result is the same U (0 for n ≤ 1).
+pub fn uniform_below_u128(n: u128, rng: &mut NoiseSource) -> u128 {
+    if let Ok(small) = u64::try_from(n) {
+        return u128::from(uniform_below_u64(small, rng));
+    }
+    let bits = 128 - n.leading_zeros();
+    let words = bits.div_ceil(32);
+    let top_mask = u32::MAX >> (32 * words - bits);
+    loop {
+        let mut u = 0u128;
+        for w in 0..words {
+            let mut digit = rng.random::<u32>();
+            if w + 1 == words {
+                digit &= top_mask;
+            }
+            u |= u128::from(digit) << (32 * w);
+        }
+        if u < n {
+            return u;
+        }
+    }
+}
+
 /// Bernoulli(num/den) for num ≤ den, den > 0: \[U < num\] with U uniform below den (exact).
 pub fn bernoulli(num: &BigUint, den: &BigUint, rng: &mut NoiseSource) -> bool {
-    match (num.to_u64(), den.to_u64()) {
-        (Some(a), Some(b)) => uniform_below_u64(b, rng) < a,
-        _ => &uniform_below(den, rng) < num,
+    match den.to_u128() {
+        Some(d) => {
+            let u = uniform_below_u128(d, rng);
+            num.to_u128().is_none_or(|n| u < n)
+        }
+        None => &uniform_below(den, rng) < num,
     }
 }
 
@@ -246,6 +284,7 @@ impl BernoulliF64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::assert_same_draws;
     use super::*;
 
     /// q as the rational Σ words_w·2^{−64(w+1)}.
@@ -357,5 +396,27 @@ mod tests {
             assert!((f64::from(c) - 10_000.0).abs() < 5.0 * (10_000.0f64 * 2.0 / 3.0).sqrt());
         }
         assert_eq!(uniform_below_u64(1, &mut rng), 0);
+    }
+
+    #[test]
+    fn the_machine_integer_path_draws_the_same_words_as_the_big_integer_path() {
+        // 2^64 up to 2^128 − 1, with lengths that are and are not multiples of 32 bits.
+        for (i, e) in [65u32, 66, 95, 96, 97, 127, 128].into_iter().enumerate() {
+            for n in [
+                (1u128 << (e - 1)) + 1,
+                (1u128 << (e - 1)) | 0x5555,
+                u128::MAX >> (128 - e),
+            ] {
+                let fast = |rng: &mut NoiseSource| {
+                    let u = uniform_below_u128(n, rng);
+                    assert!(u < n);
+                    BigUint::from(u)
+                };
+                let big = BigUint::from(n);
+                assert_same_draws(70 + i as u64, 500, fast, |rng| {
+                    uniform_below_words(&big, rng)
+                });
+            }
+        }
     }
 }

@@ -1,9 +1,11 @@
-//! χ² goodness-of-fit of integer samples against a law given by its CDF, and the CDFs of the
-//! discrete Laplace and discrete Gaussian computed in f64 from their closed forms — shared by the
-//! tests of the samplers and of every release that uses them.
+//! χ² goodness-of-fit of integer samples against a law given by its CDF, the CDFs of the
+//! discrete Laplace and discrete Gaussian computed in f64 from their closed forms, and the
+//! draw-for-draw comparison of a sampler's two paths — shared by the tests of the samplers and of
+//! every release that uses them.
 
 use super::GridGaussian;
 use crate::privacy::noise::NoiseSource;
+use rand::RngExt;
 use statrs::distribution::{ChiSquared, ContinuousCDF, Normal};
 
 /// At least this many expected samples per cell (the usual rule is 5).
@@ -17,6 +19,25 @@ pub(crate) fn draws(
 ) -> Vec<i128> {
     let mut rng = NoiseSource::seeded(seed);
     (0..count).map(|_| draw(&mut rng)).collect()
+}
+
+/// Asserts that `fast` and `big` — two paths of one sampler — give the same `n` values from
+/// sources seeded alike with `seed`, and leave them in the same state.
+pub(crate) fn assert_same_draws<T: PartialEq + std::fmt::Debug>(
+    seed: u64,
+    n: usize,
+    mut fast: impl FnMut(&mut NoiseSource) -> T,
+    mut big: impl FnMut(&mut NoiseSource) -> T,
+) {
+    let (mut a, mut b) = (NoiseSource::seeded(seed), NoiseSource::seeded(seed));
+    for draw in 0..n {
+        assert_eq!(fast(&mut a), big(&mut b), "seed {seed}, draw {draw}");
+    }
+    assert_eq!(
+        a.random::<u64>(),
+        b.random::<u64>(),
+        "seed {seed}: the states differ"
+    );
 }
 
 /// True when `y` is an integer multiple of `grid` (a power of two: y/grid is exact).

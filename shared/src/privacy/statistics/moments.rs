@@ -139,8 +139,9 @@ enum Noise {
         std: f64,
         /// α/(2z²).
         curve: RdpCurve,
-        /// The release of every coordinate: discrete Gaussian noise on a grid.
-        grid: GridGaussian,
+        /// The release of every coordinate: discrete Gaussian noise on a grid (boxed: it is
+        /// several times the size of the Laplace variant).
+        grid: Box<GridGaussian>,
     },
 }
 
@@ -223,7 +224,7 @@ fn gaussian_noise(multiplier: f64, d: usize, max_rows: usize) -> Result<Noise, M
         multiplier,
         std,
         curve: dp_sgd_curve(1.0, multiplier, 1)?,
-        grid,
+        grid: Box::new(grid),
     })
 }
 
