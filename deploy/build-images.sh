@@ -44,9 +44,10 @@ stage="$(mktemp -d "${TMPDIR:-/tmp}/dpagg-images.XXXXXX")"
 trap 'rm -rf "$stage"' EXIT
 
 if [ "$cargo_build" = 1 ]; then
-  echo "== cargo build --release -p dpagg-node; -p dpagg-aggregator --no-default-features"
-  cargo build --release -q -p dpagg-node
-  cargo build --release -q -p dpagg-aggregator --no-default-features
+  # One selection for both (the node has no default features to drop): the aggregator then
+  # shares the node's build of every crate below it, as the default build at the end does.
+  echo "== cargo build --release -p dpagg-node -p dpagg-aggregator --no-default-features"
+  cargo build --release -q -p dpagg-node -p dpagg-aggregator --no-default-features
 fi
 for bin in dpagg-node dpagg-aggregator; do
   [ -x "target/release/$bin" ] || { echo "build-images.sh: target/release/$bin is missing" >&2; exit 1; }
@@ -54,7 +55,7 @@ for bin in dpagg-node dpagg-aggregator; do
 done
 if [ "$cargo_build" = 1 ]; then
   # The production aggregator is set aside above; the default build writes the same path.
-  cargo build --release -q -p dpagg-aggregator
+  cargo build --release -q -p dpagg-node -p dpagg-aggregator
 fi
 
 glibc="$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')"
