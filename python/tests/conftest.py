@@ -15,7 +15,7 @@ def root():
     return ROOT
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def aggregator_bin():
     path = pathlib.Path(os.environ.get("DPAGG_BIN", ROOT / "target" / "release")) / "dpagg-aggregator"
     if not path.exists():

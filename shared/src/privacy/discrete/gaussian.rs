@@ -79,17 +79,12 @@ impl Small {
     fn sample(self, rng: &mut NoiseSource) -> (bool, u128) {
         loop {
             let (negative, y) = sample_small(self.t, 1, rng);
-            let accepted = match y.checked_mul(self.qt) {
-                Some(yqt) => {
-                    let diff = yqt.abs_diff(self.p);
-                    match diff.checked_mul(diff) {
-                        Some(square) => bernoulli_exp_u128(square, self.den, rng),
-                        None => {
-                            let diff = BigUint::from(diff);
-                            bernoulli_exp_parts(&(&diff * &diff), &BigUint::from(self.den), rng)
-                        }
-                    }
-                }
+            let square = y
+                .checked_mul(self.qt)
+                .map(|yqt| yqt.abs_diff(self.p))
+                .and_then(|diff| diff.checked_mul(diff));
+            let accepted = match square {
+                Some(square) => bernoulli_exp_u128(square, self.den, rng),
                 None => {
                     let (yqt, p) = (BigUint::from(y) * self.qt, BigUint::from(self.p));
                     let diff = if yqt >= p { yqt - p } else { p - yqt };
